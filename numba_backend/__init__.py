@@ -1,0 +1,6 @@
+"""numba_backend: compiles srctrans's generated files with Numba.
+
+It knows nothing of differentiation or batching: it loads generated modules,
+compiles their functions for a target, and fills the gaps where Numba lacks a
+NumPy feature that ordinary code uses (overloads registered on import).
+"""

@@ -1,3 +1,30 @@
-"""srctrans: JAX-style transformations for plain NumPy code, by source rewriting."""
+"""srctrans: JAX-style transformations for plain NumPy code, by source rewriting.
+
+Each transformation writes a real, readable Python file (see :func:`source_path`)
+that Numba compiles; nothing is traced, so Python control flow, ``print`` and
+pdb keep working.
+"""
 
 __version__ = "0.1.0"
+
+from .api import jit, source, source_path  # noqa: E402
+from .config import config  # noqa: E402
+from .errors import (  # noqa: E402
+    CompileError,
+    SourceUnavailableError,
+    SrcTransError,
+    UnresolvedNameError,
+    UnsupportedSyntaxError,
+)
+
+__all__ = [
+    "CompileError",
+    "SourceUnavailableError",
+    "SrcTransError",
+    "UnresolvedNameError",
+    "UnsupportedSyntaxError",
+    "config",
+    "jit",
+    "source",
+    "source_path",
+]

@@ -1,0 +1,98 @@
+"""Compile a generated module's functions for the CPU with Numba.
+
+:func:`compile_module` loads the generated file as its own module (registered
+in ``sys.modules`` so Numba's on-disk cache can find it again), wraps every
+generated function in ``numba.njit(cache=..., error_model='numpy')`` and
+rebinds the module's names to the compiled dispatchers, so generated functions
+call each other compiled. Each dispatcher's first compile for a new signature
+runs under the caller's lock; Numba's typing errors come back as
+:class:`GeneratedCodeError`, which names the generated file and line.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from pathlib import Path
+from typing import Any, Callable, ContextManager
+
+import numba
+from numba.core import errors as numba_errors
+
+from srctrans.cache import load_module
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class GeneratedCodeError(Exception):
+    """Numba refused a generated file. ``generated_file``/``generated_line`` say where."""
+
+    def __init__(self, summary: str, generated_file: str, generated_line: int | None, details: str) -> None:
+        super().__init__(summary)
+        self.summary = summary
+        self.generated_file = generated_file
+        self.generated_line = generated_line
+        self.details = details
+
+
+def _locate(message: str, path: str) -> int | None:
+    line = None
+    for m in re.finditer(r'File "([^"]+)", line (\d+)', message):
+        if Path(m.group(1)).resolve() == Path(path).resolve():
+            line = int(m.group(2))
+    return line
+
+
+def _summary(message: str) -> str:
+    lines = [ln.strip() for ln in _ANSI.sub("", message).splitlines() if ln.strip()]
+    keep = []
+    for ln in lines:
+        if ln.startswith(("File ", "During:", "<source", "^")) or ln.startswith("This error may have been caused"):
+            continue
+        keep.append(ln)
+        if len(keep) >= 6:
+            break
+    return "\n".join(keep)
+
+
+def _guard(dispatcher, path: str, lock: Callable[[], ContextManager]) -> None:
+    """Run the dispatcher's compile step under ``lock`` and translate Numba's errors."""
+    compile_for_args = dispatcher._compile_for_args
+
+    def locked_compile(*args, **kwargs):
+        with lock():
+            try:
+                return compile_for_args(*args, **kwargs)
+            except numba_errors.NumbaError as err:
+                message = str(err)
+                raise GeneratedCodeError(_summary(message), path, _locate(message, path), _ANSI.sub("", message)) from None
+
+    dispatcher._compile_for_args = locked_compile
+
+
+def compile_module(
+    path: str | Path,
+    module_name: str,
+    functions: list[str],
+    entry: str,
+    bound: dict[str, Any],
+    *,
+    lock: Callable[[], ContextManager],
+    parallel: bool = False,
+    fastmath: bool = False,
+    cache: bool = True,
+):
+    """Compile the generated file at ``path``; returns the entry function's dispatcher."""
+    path = str(path)
+    module = load_module(Path(path), module_name, bound)
+    pyfuncs = {name: module.__dict__[name] for name in functions}
+    dispatchers = {}
+    for name, fn in pyfuncs.items():
+        jitted = numba.njit(cache=cache, error_model="numpy", parallel=parallel and name == entry, fastmath=fastmath)(fn)
+        _guard(jitted, path, lock)
+        dispatchers[name] = jitted
+    by_id = {id(fn): dispatchers[name] for name, fn in pyfuncs.items()}
+    for key, value in list(module.__dict__.items()):
+        if isinstance(value, types.FunctionType) and id(value) in by_id:
+            module.__dict__[key] = by_id[id(value)]
+    return dispatchers[entry]

@@ -1,0 +1,1 @@
+"""Read-only analyses over a parsed function; each returns frozen data."""

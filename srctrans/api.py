@@ -1,0 +1,328 @@
+"""The public transformations, each a pipeline of passes ending in a generated file.
+
+``jit`` is the first: the function, normalized, written to ``__srctrans__/`` and
+compiled by Numba (``numba_backend``). Every transformed function shows its
+generated file in its ``repr`` and through :func:`source` / :func:`source_path`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .cache import file_lock, load_module, origin_map
+from .capture import unwrap
+from .config import config
+from .errors import CompileError
+from .pipeline import Generated, Transform, generate
+
+__all__ = ["jit", "source", "source_path"]
+
+
+def _normalize_argnums(value, name: str) -> tuple:
+    if isinstance(value, (int, str)):
+        value = (value,)
+    try:
+        return tuple(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, a str or a sequence of them, got {value!r}") from None
+
+
+class _Specialization:
+    """One generated file (one set of static values) and its compiled and Python entry points."""
+
+    def __init__(self, gen: Generated, options: dict[str, Any]) -> None:
+        self.gen = gen
+        self.options = options
+        self._python = None
+        self._compiled = None
+        self._lock = threading.Lock()
+        self._origins: dict[int, tuple[str, int, str]] | None = None
+
+    @property
+    def python(self) -> Callable:
+        if self._python is None:
+            module = load_module(self.gen.path, self.gen.module_name + "_py", self.gen.bound)
+            self._python = getattr(module, self.gen.entry)
+        return self._python
+
+    @property
+    def compiled(self) -> Callable:
+        if self._compiled is None:
+            with self._lock:
+                if self._compiled is None:
+                    from numba_backend.cpu import compile_module
+
+                    path = self.gen.path
+                    self._compiled = compile_module(
+                        path,
+                        self.gen.module_name,
+                        self.gen.meta["functions"],
+                        self.gen.entry,
+                        self.gen.bound,
+                        lock=lambda: file_lock(path),
+                        parallel=self.options["parallel"],
+                        fastmath=self.options["fastmath"],
+                        cache=self.options["cache"],
+                    )
+        return self._compiled
+
+    def origins(self) -> dict[int, tuple[str, int, str]]:
+        if self._origins is None:
+            self._origins = origin_map(self.gen.path.read_text())
+        return self._origins
+
+    def user_location(self, line: int | None) -> tuple[str, int, str] | None:
+        """The user's (file, line, text) for a generated line, full path when known."""
+        if line is None:
+            return None
+        found = self.origins().get(line)
+        if found is None:
+            return None
+        file, user_line, text = found
+        return self.gen.meta.get("sources", {}).get(file, file), user_line, text
+
+    def explain(self, err: BaseException) -> None:
+        """Add a note naming the user's line to an exception raised in the generated file."""
+        tb = err.__traceback__
+        where = None
+        target = str(self.gen.path)
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == target:
+                where = tb.tb_lineno
+            tb = tb.tb_next
+        loc = self.user_location(where)
+        if loc is not None and hasattr(err, "add_note"):
+            file, line, text = loc
+            err.add_note(f"in your code: {file}:{line}  {text}\n(generated file: {target}:{where})")
+
+
+class Jitted:
+    """A function compiled through its generated file. Call it like the original."""
+
+    def __init__(
+        self,
+        fn: Callable,
+        *,
+        target: str = "cpu",
+        static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (),
+        parallel: bool = False,
+        fastmath: bool = False,
+        cache: bool = True,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"jit expects a function, got {type(fn).__name__}")
+        if target != "cpu":
+            raise ValueError(f"jit(target={target!r}) is not supported; target must be 'cpu'")
+        pyfn, kind, bound_args, bound_kwargs = unwrap(fn)
+        self.__srctrans_function__ = fn
+        self._fn = fn
+        self._bound_args = bound_args
+        self._bound_kwargs = bound_kwargs
+        self._signature = inspect.signature(pyfn)
+        params = list(self._signature.parameters.values())
+        for p in params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                break
+        self._param_names = [p.name for p in params]
+        static = set()
+        for num in _normalize_argnums(static_argnums, "static_argnums"):
+            if not isinstance(num, int):
+                raise TypeError(f"static_argnums must hold ints, got {num!r}")
+            visible = self._param_names[len(bound_args):]
+            if not -len(visible) <= num < len(visible):
+                raise ValueError(
+                    f"static_argnums={num} is out of range for {pyfn.__qualname__}, which takes {len(visible)} arguments"
+                )
+            static.add(visible[num])
+        for name in _normalize_argnames(static_argnames):
+            if name not in self._param_names:
+                raise ValueError(f"static_argnames: {pyfn.__qualname__} has no parameter named {name!r}")
+            static.add(name)
+        self._static = frozenset(static)
+        self._options = {"parallel": bool(parallel), "fastmath": bool(fastmath), "cache": bool(cache)}
+        flags = tuple((k, v) for k, v in (("parallel", bool(parallel)), ("fastmath", bool(fastmath))) if v)
+        self._transform = Transform("jit", flags)
+        self._specs: dict[tuple, _Specialization] = {}
+        self._simple: _Specialization | None = None
+        functools.update_wrapper(self, pyfn)
+
+    # --- specializations -------------------------------------------------------
+
+    def _static_key(self, values: dict[str, Any]) -> tuple:
+        key = []
+        for name in sorted(values):
+            try:
+                hash(values[name])
+            except TypeError:
+                raise TypeError(
+                    f"static argument {name!r} of {self.__qualname__} must be hashable, got {type(values[name]).__name__}"
+                ) from None
+            key.append((name, type(values[name]).__name__, values[name]))
+        return tuple(key)
+
+    def _specialization(self, static_values: dict[str, Any]) -> _Specialization:
+        key = self._static_key(static_values)
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = _Specialization(generate(self._fn, self._transform, static_values), self._options)
+            self._specs[key] = spec
+            if not self._static:
+                self._simple = spec
+        return spec
+
+    def _prepare(self, args: tuple, kwargs: dict) -> tuple[_Specialization, list]:
+        """Bind the call's arguments; returns the specialization and the generated function's arguments."""
+        args = self._bound_args + args
+        if self._bound_kwargs:
+            kwargs = {**self._bound_kwargs, **kwargs}
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"{self.__qualname__}(): {err}") from None
+        bound.apply_defaults()
+        values = bound.arguments
+        static_values = {name: values[name] for name in self._static}
+        spec = self._specialization(static_values)
+        call_args = []
+        for source in spec.gen.meta["params"]:
+            if source[0] == "arg":
+                call_args.append(values[source[1]])
+            else:  # ["attr", self_name, attr]
+                call_args.append(getattr(values[source[1]], source[2]))
+        return spec, call_args
+
+    @property
+    def _direct(self) -> bool:
+        return not self._static and not self._bound_args and not self._bound_kwargs
+
+    def __call__(self, *args, **kwargs):
+        spec = self._simple
+        if spec is not None and not kwargs and self._direct and len(args) == len(spec.gen.meta["params"]):
+            call_args = args
+        else:
+            spec, call_args = self._prepare(args, kwargs)
+        try:
+            if config.disable_jit:
+                return spec.python(*call_args)
+            return spec.compiled(*call_args)
+        except Exception as err:
+            if hasattr(err, "generated_file"):
+                raise _compile_error(spec, err) from None
+            spec.explain(err)
+            raise
+
+    # --- seeing ------------------------------------------------------------------
+
+    def _any_spec(self) -> _Specialization:
+        if self._simple is not None:
+            return self._simple
+        if self._specs:
+            return next(iter(self._specs.values()))
+        if self._static:
+            raise ValueError(
+                f"{self.__qualname__} has static arguments; call it once so srctrans knows their values"
+            )
+        return self._specialization({})
+
+    def source_path(self) -> Path:
+        return self._any_spec().gen.path
+
+    def source(self) -> str:
+        return self.source_path().read_text()
+
+    def __repr__(self) -> str:
+        try:
+            where = str(self.source_path())
+        except Exception:  # repr must never fail
+            where = "not generated yet"
+        return f"<srctrans.jit {self.__qualname__} -> {where}>"
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+
+def _normalize_argnames(value) -> tuple[str, ...]:
+    names = (value,) if isinstance(value, str) else tuple(value)
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"static_argnames must hold parameter names, got {n!r}")
+    return names
+
+
+def _compile_error(spec: _Specialization, err) -> CompileError:
+    loc = spec.user_location(err.generated_line)
+    message = "Numba could not compile this line:\n" + err.summary
+    hint = f"generated file: {err.generated_file}" + (f":{err.generated_line}" if err.generated_line else "")
+    if loc is None:
+        return CompileError(message, filename=err.generated_file, line=err.generated_line, hint=hint)
+    file, line, text = loc
+    col = None
+    try:
+        src = Path(file).read_text().splitlines()[line - 1]
+        col = len(src) - len(src.lstrip())
+    except (OSError, IndexError):
+        src = text
+    return CompileError(message, filename=file, line=line, col=col, source_line=src, hint=hint)
+
+
+def jit(
+    fn: Callable | None = None,
+    *,
+    target: str = "cpu",
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    parallel: bool = False,
+    fastmath: bool = False,
+    cache: bool = True,
+):
+    """Compile ``fn`` with Numba through a readable generated file.
+
+    Use as ``jit(f)``, ``@jit`` or ``@jit(static_argnums=1)``. Like ``jax.jit``,
+    a call with new argument types (dtype, ndim) compiles a new specialization,
+    and static arguments (hashable) are written into the generated code, one
+    file per distinct value. ``print`` runs on every call;
+    ``SRCTRANS_DISABLE_JIT=1`` runs the generated Python instead.
+
+    >>> import numpy as np, srctrans
+    >>> def calc(x):
+    ...     return x * x + x * 2.0
+    >>> fast = srctrans.jit(calc)   # doctest: +SKIP
+    >>> fast(np.arange(3.0))        # doctest: +SKIP
+    array([0., 3., 8.])
+    """
+    options = dict(
+        target=target,
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        parallel=parallel,
+        fastmath=fastmath,
+        cache=cache,
+    )
+    if fn is None:
+        return lambda f: Jitted(f, **options)
+    return Jitted(fn, **options)
+
+
+def _transformed(fn) -> Jitted:
+    if isinstance(fn, Jitted):
+        return fn
+    if isinstance(fn, functools.partial) and isinstance(fn.func, Jitted):
+        return fn.func
+    raise TypeError(f"expected a function made by a srctrans transformation, got {fn!r}")
+
+
+def source_path(fn) -> Path:
+    """The path of the generated file behind a transformed function."""
+    return _transformed(fn).source_path()
+
+
+def source(fn) -> str:
+    """The text of the generated file behind a transformed function."""
+    return _transformed(fn).source()

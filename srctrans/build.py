@@ -1,0 +1,274 @@
+"""Build the text of a generated file: parse, fence, resolve, normalize, transform, render.
+
+The entry function and every user function it calls (transitively) go into one
+module, callees first, so the file imports and runs on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import libcst as cst
+
+from .analysis.names import NameGen, scan
+from .analysis.resolve import Binding, bind, describe_value, lookup
+from .capture import Captured, capture
+from .emit import ModuleSpec, clean_signature, render, with_origins
+from .errors import SrcTransError, UnresolvedNameError, UnsupportedSyntaxError
+from .fence import fence
+from .parse import ParsedFunction, parse_function
+from .passes.anf import anf
+from .passes.desugar import desugar
+
+
+@dataclass
+class _Unit:
+    """One function going into the file."""
+
+    pf: ParsedFunction
+    emit_name: str
+    bindings: dict[str, Binding] = field(default_factory=dict)
+    node: cst.FunctionDef | None = None
+
+
+class _SelfAttrs(cst.CSTTransformer):
+    """``self.w`` -> ``self_w``: a method's attribute reads become parameters."""
+
+    def __init__(self, self_name: str, names: dict[str, str]) -> None:
+        super().__init__()
+        self.self_name = self_name
+        self.names = names
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        if isinstance(updated.value, cst.Name) and updated.value.value == self.self_name:
+            return cst.Name(self.names[updated.attr.value], lpar=updated.lpar, rpar=updated.rpar)
+        return updated
+
+
+class _UsesName(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.found = True
+
+
+def _uses(node: cst.CSTNode, name: str) -> bool:
+    v = _UsesName(name)
+    node.visit(v)
+    return v.found
+
+
+def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path: Path) -> tuple[str, dict, dict[str, Any]]:
+    """Return ``(text, meta, bound values)`` for the generated file at ``path``."""
+    from .pipeline import display_source
+
+    entry_pf = parse_function(cap)
+    units: list[_Unit] = []
+    by_fn: dict[int, _Unit] = {}
+    namespace: dict[str, tuple[str, Any, _Unit]] = {}  # module-level name -> (kind, identity, first user)
+
+    def add(pf: ParsedFunction, emit_name: str) -> _Unit:
+        fence(pf)
+        unit = _Unit(pf, emit_name)
+        by_fn[id(pf.captured.fn)] = unit
+        units.append(unit)
+        _claim(namespace, emit_name, "function", pf.captured.fn, unit, pf.node)
+        _resolve(unit, namespace, static if pf is entry_pf else {})
+        for binding in unit.bindings.values():
+            if binding.kind == "callee" and id(binding.value) not in by_fn:
+                add(parse_function(capture(binding.value)), binding.name)
+        return unit
+
+    entry = add(entry_pf, cap.name)
+    np_name = _numpy_name(namespace)
+
+    params_meta: list[list[str]] = []
+    for unit in units:
+        node = with_origins(unit.pf)
+        modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
+        node = desugar(node, np_name, modules)
+        if transform.name == "anf":
+            node = anf(node, frozenset(namespace))
+        node = clean_signature(node, unit.emit_name)
+        if unit is entry:
+            node, params_meta = _entry_signature(unit, node, static)
+        unit.node = node
+
+    imports, literals, bound_notes, bound_meta, bound = [], [], [], {}, {}
+    if any(_uses(u.node, np_name) for u in units) and np_name not in namespace:
+        imports.append("import numpy" if np_name == "numpy" else f"import numpy as {np_name}")
+    seen: set[str] = set()
+    for unit in units:
+        for name, b in unit.bindings.items():
+            if name in seen or b.kind in ("builtin", "callee"):
+                continue
+            seen.add(name)
+            where = _where(unit, b)
+            if b.kind == "import":
+                imports.append(b.text)
+            elif b.kind == "literal":
+                literals.append((name, b.text, where))
+            else:
+                bound_notes.append(f"{name} ({where}): {describe_value(b.value)}")
+                bound[name] = b.value
+                bound_meta[name] = [b.origin, name] if unit is entry else ["other", name]
+
+    source = display_source(cap, path)
+    title_fn = cap.dotted_name
+    meta = {
+        "entry": entry.emit_name,
+        "functions": [u.emit_name for u in units],
+        "params": params_meta,
+        "bound": bound_meta,
+        "fast": all(v[0] != "other" for v in bound_meta.values()),
+        "sources": {u.pf.display_file: os.path.abspath(u.pf.captured.filename) for u in units},
+    }
+    spec = ModuleSpec(
+        title=f"{source}:{title_fn} -- {transform.label}",
+        show_command=f"srctrans show {source}:{title_fn} --transform {transform.name}",
+        transforms=transform.label + (f"; static {_static_text(static)}" if static else ""),
+        imports=imports,
+        literals=literals,
+        bound_notes=bound_notes,
+        functions=[u.node for u in units[1:]] + [entry.node],
+        meta=meta,
+        dependency_hash=dep_hash,
+    )
+    return render(spec), meta, bound
+
+
+def _static_text(static: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(static.items()))
+
+
+def _where(unit: _Unit, b: Binding) -> str:
+    if b.origin == "static":
+        return "static argument"
+    mod = unit.pf.captured.module_name
+    if b.origin == "closure":
+        return f"closure value of {unit.pf.captured.qualname}"
+    return f"global of {mod}"
+
+
+def _claim(namespace, name: str, kind: str, identity: Any, unit: _Unit, node: cst.CSTNode) -> None:
+    prior = namespace.get(name)
+    if prior is None:
+        namespace[name] = (kind, identity, unit)
+        return
+    if prior[1] is identity or (kind == prior[0] == "literal" and prior[1] == identity):
+        return
+    raise unit.pf.error(
+        SrcTransError,
+        node,
+        f"the name {name!r} means different things in {prior[2].pf.captured.qualname} and {unit.pf.captured.qualname}",
+        "rename one of them so every function in the generated file agrees on it",
+    )
+
+
+def _resolve(unit: _Unit, namespace, static: dict[str, Any]) -> None:
+    pf = unit.pf
+    cap = pf.captured
+    names = scan(pf.node)
+    closure = cap.closure
+    for name, node in names.free.items():
+        found = lookup(cap.fn, name, closure)
+        if found is None:
+            raise pf.error(
+                UnresolvedNameError,
+                node,
+                f"name {name!r} is not defined",
+                "define it before calling the transformed function, or pass it as an argument",
+            )
+        origin, value = found
+        if origin == "builtin":
+            unit.bindings[name] = Binding(name, "builtin", value, "builtin")
+            continue
+        b = bind(name, value, origin, cap.module_name)
+        unit.bindings[name] = b
+        if b.kind == "callee":
+            _claim(namespace, name, "function", b.value, unit, node)
+        else:
+            _claim(namespace, name, b.kind, value, unit, node)
+    for name, value in static.items():
+        from .analysis.resolve import literal_text
+
+        text = literal_text(value)
+        kind = "literal" if text is not None else "bound"
+        unit.bindings[name] = Binding(name, kind, value, "static", text or "")
+        _claim(namespace, name, kind, value, unit, pf.node)
+
+
+def _numpy_name(namespace) -> str:
+    import numpy
+
+    for name, (kind, identity, _) in namespace.items():
+        if identity is numpy:
+            return name
+    for candidate in ("np", "numpy", "np_"):
+        if candidate not in namespace:
+            return candidate
+    return "np__"  # pragma: no cover
+
+
+def _entry_signature(unit: _Unit, node: cst.FunctionDef, static: dict[str, Any]):
+    """Drop static parameters and turn a method's ``self`` into its attribute reads."""
+    pf = unit.pf
+    params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+    meta: list[list[str]] = []
+    new_params: list[cst.Param] = []
+    self_name = None
+    if pf.captured.kind == "method" and params:
+        self_name = params[0].name.value
+    names = scan(pf.node)
+    for i, p in enumerate(params):
+        pname = p.name.value
+        if pname in static:
+            continue
+        if i == 0 and self_name is not None:
+            attrs = names.attributes_of.get(self_name, {})
+            gen = NameGen(names.all | set(unit.bindings))
+            mapping = {a: gen.fresh(f"{self_name}_{a}", numbered=False) for a in sorted(attrs)}
+            if _bare_use(node, self_name):
+                raise pf.error(
+                    UnsupportedSyntaxError,
+                    params[0],
+                    f"{self_name} is used other than to read its attributes",
+                    f"read the attributes you need (e.g. {self_name}.w) and pass other objects as arguments",
+                )
+            node = node.visit(_SelfAttrs(self_name, mapping))
+            for attr, new in mapping.items():
+                new_params.append(cst.Param(cst.Name(new)))
+                meta.append(["attr", self_name, attr])
+            continue
+        new_params.append(p.with_changes(star=cst.MaybeSentinel.DEFAULT, comma=cst.MaybeSentinel.DEFAULT))
+        meta.append(["arg", pname])
+    fixed = [q.with_changes(comma=cst.MaybeSentinel.DEFAULT) for q in new_params]
+    node = node.with_changes(
+        params=cst.Parameters(params=fixed)
+    )
+    return node, meta
+
+
+def _bare_use(node: cst.FunctionDef, name: str) -> bool:
+    class V(cst.CSTVisitor):
+        found = False
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            if isinstance(n.value, cst.Name) and n.value.value == name:
+                return False
+            return True
+
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                V.found = True
+
+    v = V()
+    node.body.visit(v)
+    return V.found

@@ -1,0 +1,153 @@
+"""Parse: the user's file with libcst, position metadata, and the function's node in it.
+
+The whole file (or notebook cell) is parsed, so every position is the user's
+real ``line:col``. :class:`ParsedFunction` is what the fence, the passes and
+the error messages work from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from .capture import Captured, lambda_column
+from .errors import SourceUnavailableError, SrcTransError
+
+_PARSED: dict[str, tuple[cst.Module, Mapping[cst.CSTNode, CodeRange]]] = {}
+
+
+def parse_text(text: str) -> tuple[cst.Module, Mapping[cst.CSTNode, CodeRange]]:
+    """Parse ``text`` once per distinct content; returns the module and node positions."""
+    key = hashlib.sha1(text.encode()).hexdigest()
+    if key not in _PARSED:
+        wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+        _PARSED[key] = (wrapper.module, wrapper.resolve(PositionProvider))
+    return _PARSED[key]
+
+
+@dataclass
+class ParsedFunction:
+    """A captured function and its libcst node, with positions in the user's file."""
+
+    captured: Captured
+    module: cst.Module
+    node: cst.FunctionDef | cst.Lambda
+    positions: Mapping[cst.CSTNode, CodeRange]
+
+    @property
+    def display_file(self) -> str:
+        return os.path.basename(self.captured.filename) if self.captured.is_real_file else self.captured.filename
+
+    def line_of(self, node: cst.CSTNode) -> int:
+        return self.positions[node].start.line
+
+    def error(self, cls: type[SrcTransError], node: cst.CSTNode, message: str, hint: str | None = None) -> SrcTransError:
+        """Build an error of class ``cls`` pointing at ``node`` in the user's file."""
+        rng = self.positions.get(node)
+        if rng is None:
+            return cls(message, filename=self.captured.filename, hint=hint)
+        lines = self.captured.file_text.splitlines()
+        src = lines[rng.start.line - 1] if rng.start.line <= len(lines) else None
+        end_col = rng.end.column if rng.end.line == rng.start.line else None
+        return cls(
+            message,
+            filename=self.captured.filename,
+            line=rng.start.line,
+            col=rng.start.column,
+            end_col=end_col,
+            source_line=src,
+            hint=hint,
+        )
+
+    def source_line(self, line: int) -> str:
+        lines = self.captured.file_text.splitlines()
+        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+class _FindFunction(cst.CSTVisitor):
+    def __init__(self, positions, name: str, line: int) -> None:
+        self.positions = positions
+        self.name = name
+        self.line = line
+        self.found: list[cst.FunctionDef] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        first = min([self.positions[d].start.line for d in node.decorators] + [self.positions[node].start.line])
+        if node.name.value == self.name and first == self.line:
+            self.found.append(node)
+
+
+class _FindLambda(cst.CSTVisitor):
+    def __init__(self, positions, line: int) -> None:
+        self.positions = positions
+        self.line = line
+        self.found: list[cst.Lambda] = []
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        if self.positions[node].start.line == self.line:
+            self.found.append(node)
+
+
+def parse_function(cap: Captured) -> ParsedFunction:
+    """Find the captured function's node in its parsed file."""
+    try:
+        module, positions = parse_text(cap.file_text)
+    except cst.ParserSyntaxError as err:
+        raise SourceUnavailableError(
+            f"cannot parse the file holding {cap.qualname}: {err.message}",
+            filename=cap.filename,
+            line=err.raw_line,
+            col=err.raw_column,
+        ) from None
+    if cap.fn.__name__ == "<lambda>":
+        node = _pick_lambda(cap, module, positions)
+    else:
+        finder = _FindFunction(positions, cap.fn.__name__, cap.firstlineno)
+        module.visit(finder)
+        if len(finder.found) != 1:
+            raise SourceUnavailableError(
+                f"cannot find the definition of {cap.qualname} at line {cap.firstlineno}; "
+                "the file may have changed since it was imported",
+                filename=cap.filename,
+                line=cap.firstlineno,
+                hint="reload the module (or restart the kernel) so the code and the file agree",
+            )
+        node = finder.found[0]
+    return ParsedFunction(cap, module, node, positions)
+
+
+def _pick_lambda(cap: Captured, module: cst.Module, positions) -> cst.Lambda:
+    finder = _FindLambda(positions, cap.firstlineno)
+    module.visit(finder)
+    params = cap.fn.__code__.co_varnames[: cap.fn.__code__.co_argcount + cap.fn.__code__.co_kwonlyargcount]
+    candidates = [
+        lam for lam in finder.found if tuple(p.name.value for p in _lambda_params(lam)) == tuple(params)
+    ]
+    if len(candidates) > 1:
+        col = lambda_column(cap.fn)
+        if col is not None:
+            candidates = [
+                lam
+                for lam in candidates
+                if (positions[lam.body].start.line, positions[lam.body].start.column) <= (cap.firstlineno, col)
+                and (cap.firstlineno, col) < (positions[lam.body].end.line, positions[lam.body].end.column)
+            ]
+    if len(candidates) != 1:
+        raise SourceUnavailableError(
+            f"cannot tell which lambda on line {cap.firstlineno} is being transformed "
+            f"({len(candidates)} candidates)",
+            filename=cap.filename,
+            line=cap.firstlineno,
+            hint="give the lambda a name with def, or put it on its own line",
+        )
+    return candidates[0]
+
+
+def _lambda_params(lam: cst.Lambda) -> list[cst.Param]:
+    p = lam.params
+    return [*p.posonly_params, *p.params, *p.kwonly_params]

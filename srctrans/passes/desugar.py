@@ -1,0 +1,101 @@
+"""Desugar: rewrite convenience forms into the plain forms later passes expect.
+
+Output contract (what holds after this pass, and nothing else changes):
+
+1. Array methods with a NumPy function of the same meaning are calls of that
+   function: ``x.sum(axis=0)`` -> ``np.sum(x, axis=0)``, ``a.dot(b)`` ->
+   ``np.dot(a, b)``; the methods are listed in :data:`METHOD_FUNCTIONS`. (NumPy's
+   functions defer to a non-array receiver's own method, so this keeps meaning.)
+2. Chained comparisons whose middle operands are names or constants are
+   ``and`` chains: ``a < b < c`` -> ``a < b and b < c``.
+3. A statement assigning to several targets, ``a = b = e``, is ``a = e`` then ``b = a``.
+4. ``elif`` stays ``elif`` and augmented assignments stay (``x += 1`` may update an
+   array in place, and must keep doing so).
+
+Every statement keeps its leading comments; a statement that becomes several
+gives them to the first.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+# Array methods whose NumPy function (same name) means the same and takes the
+# receiver as first argument and the remaining arguments in the same order.
+METHOD_FUNCTIONS: frozenset[str] = frozenset(
+    """sum mean std var max min prod all any argmax argmin cumsum cumprod dot
+    ptp trace nonzero""".split()
+)
+
+
+def _is_simple(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString))
+
+
+class Desugar(cst.CSTTransformer):
+    """The desugaring transformer; ``np_name`` is the name numpy has in the generated file."""
+
+    def __init__(self, np_name: str = "np", module_names: frozenset[str] = frozenset()) -> None:
+        super().__init__()
+        self.np_name = np_name
+        self.module_names = module_names | {np_name}
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        func = updated.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in METHOD_FUNCTIONS
+            and not _is_module_like(func.value, self.module_names)
+        ):
+            receiver = func.value
+            new_func = cst.Attribute(cst.Name(self.np_name), cst.Name(func.attr.value))
+            args = [cst.Arg(receiver)]
+            if updated.args:
+                args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            return updated.with_changes(func=new_func, args=[*args, *updated.args])
+        return updated
+
+    def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
+        if len(updated.comparisons) < 2:
+            return updated
+        middles = [c.comparator for c in updated.comparisons[:-1]]
+        if not all(_is_simple(m) for m in middles):
+            return updated
+        parts = []
+        left = updated.left
+        for target in updated.comparisons:
+            parts.append(cst.Comparison(left=left, comparisons=[target]))
+            left = target.comparator
+        expr: cst.BaseExpression = parts[0]
+        for part in parts[1:]:
+            expr = cst.BooleanOperation(left=expr, operator=cst.And(), right=part)
+        return expr.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+
+    def leave_SimpleStatementLine(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+    ) -> cst.BaseStatement | cst.FlattenSentinel:
+        out: list[cst.SimpleStatementLine] = []
+        for small in updated.body:
+            if isinstance(small, cst.Assign) and len(small.targets) > 1:
+                first = small.targets[0].target
+                out.append(cst.SimpleStatementLine([small.with_changes(targets=[small.targets[0]])]))
+                for target in small.targets[1:]:
+                    out.append(cst.SimpleStatementLine([cst.Assign([target], first)]))
+            else:
+                out.append(cst.SimpleStatementLine([small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)]))
+        if len(out) == 1 and len(updated.body) == 1 and out[0].body[0] is updated.body[0]:
+            return updated
+        out[0] = out[0].with_changes(leading_lines=updated.leading_lines)
+        return cst.FlattenSentinel(out)
+
+
+def _is_module_like(node: cst.BaseExpression, module_names: frozenset[str]) -> bool:
+    """``np.linalg.x(...)``-style receivers are modules, never arrays: leave their calls alone."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name) and node.value in module_names
+
+
+def desugar(node: cst.FunctionDef, np_name: str = "np", module_names: frozenset[str] = frozenset()) -> cst.FunctionDef:
+    """Apply the desugaring rewrites; ``module_names`` are the free names bound to modules."""
+    return node.visit(Desugar(np_name, module_names))

@@ -1,0 +1,129 @@
+"""The spine every transformation runs through: capture -> parse -> fence -> normalize
+-> transform -> emit -> cache file.
+
+:func:`generate` returns a :class:`Generated`: the path of a real Python file and
+what a caller needs to load and call it. When a file for the same function,
+dependencies and options already exists and is intact, it is reused without
+parsing anything (libcst is not even imported).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .analysis.resolve import callable_fingerprint, literal_text
+from .cache import cache_dir, module_name_for, read_header, write_if_changed
+from .capture import Captured, capture
+
+_LOCK = threading.RLock()
+_LIVE: dict[Path, str] = {}  # path -> dependency hash loaded in this process
+
+
+@dataclass(frozen=True)
+class Transform:
+    """One step of a transform chain, e.g. ``Transform("jit", (("parallel", True),))``."""
+
+    name: str
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def label(self) -> str:
+        if not self.options:
+            return self.name
+        return f"{self.name}(" + ", ".join(f"{k}={v!r}" for k, v in self.options) + ")"
+
+    @property
+    def file_tag(self) -> str:
+        """Part of the file name: ``jit``, ``jit_parallel_fastmath`` (true flags only)."""
+        flags = [k for k, v in self.options if v is True]
+        return "_".join([self.name, *flags])
+
+
+@dataclass
+class Generated:
+    """A generated file and what is needed to load and call its entry function."""
+
+    path: Path
+    module_name: str
+    meta: dict
+    bound: dict[str, Any] = field(default_factory=dict)
+    captured: Captured | None = None
+
+    @property
+    def entry(self) -> str:
+        return self.meta["entry"]
+
+    @property
+    def text(self) -> str:
+        return self.path.read_text()
+
+
+def static_suffix(static: dict[str, Any]) -> str:
+    """File-name part for static argument values: readable when short, else a hash."""
+    if not static:
+        return ""
+    import hashlib
+
+    text = ",".join(f"{k}={literal_text(v) or repr(v)}" for k, v in sorted(static.items()))
+    return ".static-" + hashlib.sha1(text.encode()).hexdigest()[:8]
+
+
+def generate(obj: Callable, transform: Transform, static: dict[str, Any] | None = None) -> Generated:
+    """Write (or reuse) the generated file for ``transform`` applied to ``obj``."""
+    static = dict(static or {})
+    cap = capture(obj)
+    extra = f"{transform.label}|static=" + repr(sorted((k, literal_text(v) or repr(v)) for k, v in static.items()))
+    dep_hash = callable_fingerprint(obj, extra)[:16]
+    folder = cache_dir(cap)
+    stem = f"{cap.module_stem}.{cap.dotted_name}.{transform.file_tag}{static_suffix(static)}"
+    with _LOCK:
+        path = folder / f"{stem}.py"
+        live = _LIVE.get(path)
+        if live is not None and live != dep_hash:  # another version is alive in this process
+            path = folder / f"{stem}.{dep_hash[:8]}.py"
+        _LIVE[path] = dep_hash
+    reused = _reuse(path, dep_hash, cap, static)
+    if reused is not None:
+        return reused
+    from .build import build  # imports libcst: only when a file must be (re)written
+
+    text, meta, bound = build(cap, transform, static, dep_hash, path)
+    write_if_changed(path, text)
+    return Generated(path, module_name_for(path), meta, bound, cap)
+
+
+def _reuse(path: Path, dep_hash: str, cap: Captured, static: dict[str, Any]) -> Generated | None:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    header = read_header(text)
+    if header is None:
+        return None
+    meta, file_hash, _ = header
+    if file_hash != dep_hash or not meta.get("fast"):
+        return None
+    bound = {}
+    closure = cap.closure
+    for name, (origin, original) in meta.get("bound", {}).items():
+        if origin == "static":
+            bound[name] = static[original]
+        elif origin == "closure":
+            bound[name] = closure[original]
+        else:
+            bound[name] = cap.fn.__globals__[original]
+    return Generated(path, module_name_for(path), meta, bound, cap)
+
+
+def display_source(cap: Captured, path: Path) -> str:
+    """How the header names the user's file: relative to the generated file's folder's parent."""
+    if not cap.is_real_file:
+        return cap.filename
+    src = os.path.abspath(cap.filename)
+    parent = os.path.dirname(str(path.parent))
+    rel = os.path.relpath(src, parent)
+    return src if rel.startswith("..") else rel

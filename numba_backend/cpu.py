@@ -21,7 +21,10 @@ from numba.core import errors as numba_errors
 
 from srctrans.cache import load_module
 
+from . import memory
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+memory.install()  # large arrays on huge pages, as NumPy does
 
 
 class GeneratedCodeError(Exception):

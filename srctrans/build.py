@@ -133,7 +133,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     spec = ModuleSpec(
         title=f"{source}:{title_fn} -- {transform.label}",
         show_command=f"srctrans show {source}:{title_fn} --transform {transform.name}",
-        transforms=transform.label + (f"; static {_static_text(static)}" if static else ""),
+        transforms=f"static arguments: {_static_text(static)}" if static else "",
         imports=imports,
         literals=literals,
         bound_notes=bound_notes,

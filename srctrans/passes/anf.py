@@ -282,7 +282,7 @@ class ANF:
         orelse = stmt.orelse
         if orelse is not None:
             orelse = orelse.with_changes(body=orelse.body.with_changes(body=self.block(orelse.body.body)))
-        out.append(stmt.with_changes(iter=it, body=stmt.body.with_changes(body=body), orelse=orelse))
+        out.append(stmt.with_changes(iter=it, body=stmt.body.with_changes(body=body), orelse=orelse, leading_lines=[]))
         return out
 
     def _while(self, stmt: cst.While) -> list[cst.BaseStatement]:
@@ -305,7 +305,7 @@ class ANF:
         orelse = stmt.orelse
         if orelse is not None:
             orelse = orelse.with_changes(body=orelse.body.with_changes(body=self.block(orelse.body.body)))
-        out.append(stmt.with_changes(test=test, body=stmt.body.with_changes(body=body), orelse=orelse))
+        out.append(stmt.with_changes(test=test, body=stmt.body.with_changes(body=body), orelse=orelse, leading_lines=[]))
         return out
 
 

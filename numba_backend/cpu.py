@@ -47,15 +47,15 @@ def _locate(message: str, path: str) -> int | None:
 
 
 def _summary(message: str) -> str:
-    lines = [ln.strip() for ln in _ANSI.sub("", message).splitlines() if ln.strip()]
+    """The first lines of a Numba error, before its own source excerpts and candidate lists."""
     keep = []
-    for ln in lines:
-        if ln.startswith(("File ", "During:", "<source", "^")) or ln.startswith("This error may have been caused"):
-            continue
-        keep.append(ln)
-        if len(keep) >= 6:
+    for ln in _ANSI.sub("", message).splitlines():
+        ln = ln.strip()
+        if ln.startswith(('File "', "During:", "There are ", "- Of which")):
             break
-    return "\n".join(keep)
+        if ln and not ln.startswith("^"):
+            keep.append(ln)
+    return "\n".join(keep[:5])
 
 
 def _guard(dispatcher, path: str, lock: Callable[[], ContextManager]) -> None:

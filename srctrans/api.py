@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import types
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -149,6 +150,11 @@ class Jitted:
         self._transform = Transform("jit", flags)
         self._specs: dict[tuple, _Specialization] = {}
         self._simple: _Specialization | None = None
+        self._method: Jitted | None = None
+        self._init_options = dict(
+            target=target, static_argnums=static_argnums, static_argnames=static_argnames,
+            parallel=parallel, fastmath=fastmath, cache=cache,
+        )
         functools.update_wrapper(self, pyfn)
 
     # --- specializations -------------------------------------------------------
@@ -175,9 +181,9 @@ class Jitted:
                 self._simple = spec
         return spec
 
-    def _prepare(self, args: tuple, kwargs: dict) -> tuple[_Specialization, list]:
+    def _prepare(self, args: tuple, kwargs: dict, bound_args: tuple | None = None) -> tuple[_Specialization, list]:
         """Bind the call's arguments; returns the specialization and the generated function's arguments."""
-        args = self._bound_args + args
+        args = (self._bound_args if bound_args is None else bound_args) + args
         if self._bound_kwargs:
             kwargs = {**self._bound_kwargs, **kwargs}
         try:
@@ -206,6 +212,9 @@ class Jitted:
             call_args = args
         else:
             spec, call_args = self._prepare(args, kwargs)
+        return self._run(spec, call_args)
+
+    def _run(self, spec: _Specialization, call_args):
         try:
             if config.disable_jit:
                 return spec.python(*call_args)
@@ -243,9 +252,34 @@ class Jitted:
         return f"<srctrans.jit {self.__qualname__} -> {where}>"
 
     def __get__(self, obj, objtype=None):
+        """``@jit`` on a method: the instance's attributes are read at every call."""
         if obj is None:
             return self
-        return functools.partial(self.__call__, obj)
+        if self._method is None:
+            self._method = Jitted(types.MethodType(self._fn, obj), **self._init_options)
+        return _BoundJitted(self._method, obj)
+
+
+class _BoundJitted:
+    """A jitted method bound to one instance (what ``instance.method`` gives for ``@jit`` methods)."""
+
+    def __init__(self, template: Jitted, obj: Any) -> None:
+        self._template = template
+        self._obj = obj
+        self.__srctrans_function__ = types.MethodType(template._fn.__func__, obj)
+
+    def __call__(self, *args, **kwargs):
+        spec, call_args = self._template._prepare(args, kwargs, (self._obj,))
+        return self._template._run(spec, call_args)
+
+    def source_path(self) -> Path:
+        return self._template.source_path()
+
+    def source(self) -> str:
+        return self._template.source()
+
+    def __repr__(self) -> str:
+        return repr(self._template)
 
 
 def _normalize_argnames(value) -> tuple[str, ...]:
@@ -311,7 +345,7 @@ def jit(
 
 
 def _transformed(fn) -> Jitted:
-    if isinstance(fn, Jitted):
+    if isinstance(fn, (Jitted, _BoundJitted)):
         return fn
     if isinstance(fn, functools.partial) and isinstance(fn.func, Jitted):
         return fn.func

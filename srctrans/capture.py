@@ -43,6 +43,9 @@ class Captured:
     def name(self) -> str:
         """The name the generated function gets: ``f``, ``Model.predict`` -> ``predict``, lambdas ``lambda_L12``."""
         if self.fn.__name__ == "<lambda>":
+            line = self.file_text.splitlines()[self.firstlineno - 1] if self.file_text else ""
+            if line.count("lambda") > 1:  # several on one line: the column tells them apart
+                return f"lambda_L{self.firstlineno}_C{lambda_column(self.fn)}"
             return f"lambda_L{self.firstlineno}"
         return self.fn.__name__
 

@@ -199,7 +199,7 @@ def function_fingerprint(fn: types.FunctionType, seen: dict[int, str] | None = N
     seen[key] = ""
     cap = capture(fn)
     h = hashlib.sha256()
-    h.update(f"srctrans {__version__}\n{cap.filename}\n{cap.qualname}\n{cap.firstlineno}\n".encode())
+    h.update(f"srctrans {__version__}\n{cap.filename}\n{cap.qualname}\n{cap.name}\n{cap.firstlineno}\n".encode())
     h.update(cap.source.encode())
     closure = cap.closure
     for name in sorted(_code_names(fn.__code__) | set(closure)):

@@ -1,0 +1,69 @@
+"""Shared fixtures: user modules written to temporary folders, and fresh Python processes."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import srctrans
+
+REPO = Path(__file__).resolve().parents[1]
+_counter = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_config(monkeypatch):
+    """Each test starts with jit on and the default cache placement."""
+    monkeypatch.setattr(srctrans.config, "disable_jit", False)
+    monkeypatch.setattr(srctrans.config, "cache_dir", None)
+
+
+@pytest.fixture
+def make_module(tmp_path):
+    """``make_module(text)`` writes ``text`` to a fresh module file in ``tmp_path`` and imports it."""
+    made: list[str] = []
+
+    def make(text: str, name: str | None = None, folder: Path | None = None):
+        name = name or f"usermod_{os.getpid()}_{next(_counter)}"
+        where = folder or tmp_path
+        where.mkdir(parents=True, exist_ok=True)
+        (where / f"{name}.py").write_text(textwrap.dedent(text))
+        sys.path.insert(0, str(where))
+        try:
+            module = importlib.import_module(name)
+        finally:
+            sys.path.remove(str(where))
+        made.append(name)
+        return module
+
+    yield make
+    for name in made:
+        sys.modules.pop(name, None)
+
+
+def run_python(code: str, cwd: Path, env: dict | None = None, timeout: float = 180, stdin: str | None = None):
+    """Run ``code`` in a fresh interpreter with the repository importable; returns the CompletedProcess."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("SRCTRANS_")}
+    full_env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(cwd), full_env.get("PYTHONPATH", "")])
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=stdin,
+    )
+
+
+@pytest.fixture
+def python():
+    return run_python

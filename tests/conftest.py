@@ -67,3 +67,7 @@ def run_python(code: str, cwd: Path, env: dict | None = None, timeout: float = 1
 @pytest.fixture
 def python():
     return run_python
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/expected and show the diffs")

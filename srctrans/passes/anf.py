@@ -70,6 +70,18 @@ def _is_dotted(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name)
 
 
+def _reads(expr: cst.BaseExpression, name: str) -> bool:
+    class V(cst.CSTVisitor):
+        found = False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == name:
+                V.found = True
+
+    expr.visit(V())
+    return V.found
+
+
 @dataclass
 class _Loop:
     recompute: list[cst.BaseStatement] | None  # statements re-evaluating a while condition
@@ -81,6 +93,12 @@ class ANF:
     def __init__(self, names: NameGen) -> None:
         self.names = names
         self.loops: list[_Loop] = []
+        self.temps: set[str] = set()
+
+    def fresh(self, base: str = "t") -> str:
+        name = self.names.fresh(base, numbered=base == "t")
+        self.temps.add(name)
+        return name
 
     # --- expressions ---------------------------------------------------------
 
@@ -89,12 +107,18 @@ class ANF:
         if is_atom(expr):
             return _strip(expr)
         value = self.op(expr, out)
-        name = self.names.fresh(hint, numbered=hint == "t")
+        if isinstance(value, cst.Name):  # a branchy expression already left its value in a temporary
+            return value
+        name = self.fresh(hint)
         out.append(_assign(name, value))
         return cst.Name(name)
 
-    def op(self, expr: cst.BaseExpression, out: list) -> cst.BaseExpression:
-        """Return one operation on atoms equal to ``expr`` (statements go to ``out``)."""
+    def op(self, expr: cst.BaseExpression, out: list, target: str | None = None) -> cst.BaseExpression:
+        """Return one operation on atoms equal to ``expr`` (statements go to ``out``).
+
+        ``a and b``, ``x if c else y`` and chained comparisons are computed by ``if``
+        statements into ``target`` (a fresh temporary when None), which is returned.
+        """
         expr = _strip(expr)
         if is_atom(expr) or isinstance(expr, _COMPOUND_KEEP):
             return expr
@@ -110,11 +134,11 @@ class ANF:
                 left = self.atom(expr.left, out)
                 c = expr.comparisons[0]
                 return expr.with_changes(left=left, comparisons=[c.with_changes(comparator=self.atom(c.comparator, out))])
-            return self._chain(expr, out)
+            return self._chain(expr, out, target)
         if isinstance(expr, cst.BooleanOperation):
-            return self._boolop(expr, out)
+            return self._boolop(expr, out, target)
         if isinstance(expr, cst.IfExp):
-            return self._ifexp(expr, out)
+            return self._ifexp(expr, out, target)
         if isinstance(expr, cst.Call):
             return self._call(expr, out)
         if isinstance(expr, cst.Attribute):
@@ -150,9 +174,9 @@ class ANF:
         args = [a.with_changes(value=self._arg(a.value, out)) for a in call.args]
         return call.with_changes(func=func, args=args)
 
-    def _chain(self, expr: cst.Comparison, out: list) -> cst.BaseExpression:
+    def _chain(self, expr: cst.Comparison, out: list, target: str | None) -> cst.BaseExpression:
         # a < b < c: b evaluated once, c only when a < b holds
-        result = self.names.fresh("t")
+        result = target or self.fresh()
         left = self.atom(expr.left, out)
         first = expr.comparisons[0]
         middle = self.atom(first.comparator, out)
@@ -163,24 +187,27 @@ class ANF:
         out.append(cst.If(test=cst.Name(result), body=cst.IndentedBlock(inner)))
         return cst.Name(result)
 
-    def _boolop(self, expr: cst.BooleanOperation, out: list) -> cst.BaseExpression:
-        result = self.names.fresh("t")
+    def _boolop(self, expr: cst.BooleanOperation, out: list, target: str | None) -> cst.BaseExpression:
         left = self.op(expr.left, out)
-        out.append(_assign(result, left))
+        if target is None and isinstance(left, cst.Name) and left.value in self.temps:
+            result = left.value  # the left operand's temporary carries the result on
+        else:
+            result = target or self.fresh()
+            out.append(_assign(result, left))
         inner: list = []
         inner.append(_assign(result, self.op(expr.right, inner)))
         test: cst.BaseExpression = cst.Name(result)
         if isinstance(expr.operator, cst.Or):
             test = cst.UnaryOperation(cst.Not(), test)
-            guard = self.names.fresh("t")
+            guard = self.fresh()
             out.append(_assign(guard, test))
             test = cst.Name(guard)
         out.append(cst.If(test=test, body=cst.IndentedBlock(inner)))
         return cst.Name(result)
 
-    def _ifexp(self, expr: cst.IfExp, out: list) -> cst.BaseExpression:
-        result = self.names.fresh("t")
+    def _ifexp(self, expr: cst.IfExp, out: list, target: str | None) -> cst.BaseExpression:
         test = self.atom(expr.test, out)
+        result = target or self.fresh()
         body: list = []
         body.append(_assign(result, self.op(expr.body, body)))
         orelse: list = []
@@ -219,7 +246,10 @@ class ANF:
         if isinstance(small, cst.Assign):
             target = small.targets[0].target
             if isinstance(target, cst.Name):
-                out.append(_line(small.with_changes(value=self.op(small.value, out))))
+                direct = None if _reads(small.value, target.value) else target.value
+                value = self.op(small.value, out, direct)
+                if not (isinstance(value, cst.Name) and value.value == target.value):
+                    out.append(_line(small.with_changes(value=value)))
             elif isinstance(target, cst.Subscript):
                 value = self.atom(small.value, out)
                 out.append(_line(small.with_changes(targets=[cst.AssignTarget(self._store_target(target, out))], value=value)))
@@ -241,7 +271,12 @@ class ANF:
             elif isinstance(small.value, cst.Tuple):
                 out.append(_line(small.with_changes(value=self._arg(small.value, out))))
             else:
-                out.append(_line(small.with_changes(value=self.atom(small.value, out, "out"))))
+                value = self.op(small.value, out)
+                if not isinstance(value, cst.Name):
+                    name = self.fresh("out")
+                    out.append(_assign(name, value))
+                    value = cst.Name(name)
+                out.append(_line(small.with_changes(value=value)))
         elif isinstance(small, cst.Assert):
             out.append(_line(small.with_changes(test=self.atom(small.test, out))))
         elif isinstance(small, cst.Continue):
@@ -263,7 +298,7 @@ class ANF:
         body = self.block(stmt.body.body)
         orelse = None
         if isinstance(stmt.orelse, cst.If):  # elif: its test only runs in the else branch
-            orelse = cst.Else(cst.IndentedBlock(self.block([stmt.orelse.with_changes(leading_lines=[])])))
+            orelse = cst.Else(cst.IndentedBlock(self.block([stmt.orelse])))
         elif isinstance(stmt.orelse, cst.Else):
             orelse = stmt.orelse.with_changes(body=stmt.orelse.body.with_changes(body=self.block(stmt.orelse.body.body)))
         out.append(cst.If(test=test, body=stmt.body.with_changes(body=body), orelse=orelse))
@@ -285,17 +320,22 @@ class ANF:
         out.append(stmt.with_changes(iter=it, body=stmt.body.with_changes(body=body), orelse=orelse, leading_lines=[]))
         return out
 
+    def _compute_into(self, name: str, expr: cst.BaseExpression, out: list) -> None:
+        value = self.op(expr, out, name)
+        if not (isinstance(value, cst.Name) and value.value == name):
+            out.append(_assign(name, value))
+
     def _while(self, stmt: cst.While) -> list[cst.BaseStatement]:
         out: list = []
         if is_atom(stmt.test):
             test, recompute = _strip(stmt.test), None
         else:
-            name = self.names.fresh("cond", numbered=False)
+            name = self.fresh("cond")
             first: list = []
-            first.append(_assign(name, self.op(stmt.test, first)))
+            self._compute_into(name, stmt.test, first)
             out.extend(first)
             again: list = []
-            again.append(_assign(name, self.op(stmt.test, again)))
+            self._compute_into(name, stmt.test, again)
             test, recompute = cst.Name(name), again
         self.loops.append(_Loop(recompute))
         body = self.block(stmt.body.body)

@@ -150,6 +150,7 @@ class Jitted:
         self._transform = Transform("jit", flags)
         self._specs: dict[tuple, _Specialization] = {}
         self._simple: _Specialization | None = None
+        self._direct = self._compute_direct()
         self._method: Jitted | None = None
         self._init_options = dict(
             target=target, static_argnums=static_argnums, static_argnames=static_argnames,
@@ -202,9 +203,14 @@ class Jitted:
                 call_args.append(getattr(values[source[1]], source[2]))
         return spec, call_args
 
-    @property
-    def _direct(self) -> bool:
-        return not self._static and not self._bound_args and not self._bound_kwargs
+    def _compute_direct(self) -> bool:
+        """Calls may skip argument binding: positional parameters only, nothing static or bound."""
+        return (
+            not self._static
+            and not self._bound_args
+            and not self._bound_kwargs
+            and all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in self._signature.parameters.values())
+        )
 
     def __call__(self, *args, **kwargs):
         spec = self._simple

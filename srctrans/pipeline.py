@@ -109,13 +109,19 @@ def _reuse(path: Path, dep_hash: str, cap: Captured, static: dict[str, Any]) -> 
         return None
     bound = {}
     closure = cap.closure
-    for name, (origin, original) in meta.get("bound", {}).items():
-        if origin == "static":
-            bound[name] = static[original]
-        elif origin == "closure":
-            bound[name] = closure[original]
-        else:
-            bound[name] = cap.fn.__globals__[original]
+    try:
+        for name, (origin, original) in meta.get("bound", {}).items():
+            if origin == "static":
+                bound[name] = static[original]
+            elif origin == "closure":
+                bound[name] = closure[original]
+            else:
+                bound[name] = cap.fn.__globals__[original]
+        entry, params = meta["entry"], meta["params"]
+    except (KeyError, TypeError, ValueError):  # a header that does not fit: regenerate
+        return None
+    if not isinstance(entry, str) or not isinstance(params, list):
+        return None
     return Generated(path, module_name_for(path), meta, bound, cap)
 
 

@@ -151,6 +151,8 @@ class Jitted:
         self._specs: dict[tuple, _Specialization] = {}
         self._simple: _Specialization | None = None
         self._direct = self._compute_direct()
+        self._fast: Callable | None = None
+        self._fast_arity = -1
         self._method: Jitted | None = None
         self._init_options = dict(
             target=target, static_argnums=static_argnums, static_argnames=static_argnames,
@@ -213,6 +215,13 @@ class Jitted:
         )
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs and len(args) == self._fast_arity and not config.disable_jit:
+            try:
+                return fast(*args)
+            except Exception as err:
+                self._explain(self._simple, err)
+                raise
         spec = self._simple
         if spec is not None and not kwargs and self._direct and len(args) == len(spec.gen.meta["params"]):
             call_args = args
@@ -220,15 +229,22 @@ class Jitted:
             spec, call_args = self._prepare(args, kwargs)
         return self._run(spec, call_args)
 
+    @staticmethod
+    def _explain(spec: _Specialization, err: Exception) -> None:
+        if hasattr(err, "generated_file"):
+            raise _compile_error(spec, err) from None
+        spec.explain(err)
+
     def _run(self, spec: _Specialization, call_args):
         try:
             if config.disable_jit:
                 return spec.python(*call_args)
-            return spec.compiled(*call_args)
+            compiled = spec.compiled
+            if spec is self._simple and self._direct:  # later calls go straight to the dispatcher
+                self._fast, self._fast_arity = compiled, len(spec.gen.meta["params"])
+            return compiled(*call_args)
         except Exception as err:
-            if hasattr(err, "generated_file"):
-                raise _compile_error(spec, err) from None
-            spec.explain(err)
+            self._explain(spec, err)
             raise
 
     # --- seeing ------------------------------------------------------------------

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import re
 import types
+from collections.abc import Callable
+from contextlib import AbstractContextManager as ContextManager
 from pathlib import Path
-from typing import Any, Callable, ContextManager
+from typing import Any
 
 import numba
 from numba.core import errors as numba_errors

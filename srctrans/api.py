@@ -11,8 +11,9 @@ import functools
 import inspect
 import threading
 import types
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .cache import file_lock, load_module, origin_map
 from .capture import unwrap

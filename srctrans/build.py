@@ -208,7 +208,7 @@ def _resolve(unit: _Unit, namespace, static: dict[str, Any]) -> None:
 def _numpy_name(namespace) -> str:
     import numpy
 
-    for name, (kind, identity, _) in namespace.items():
+    for name, (_kind, identity, _) in namespace.items():
         if identity is numpy:
             return name
     for candidate in ("np", "numpy", "np_"):

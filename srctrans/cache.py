@@ -19,8 +19,9 @@ import re
 import sys
 import tempfile
 import types
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from .capture import Captured
 from .config import config

@@ -15,8 +15,9 @@ import linecache
 import os
 import re
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .errors import SourceUnavailableError
 

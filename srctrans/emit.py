@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from . import __version__
-from .parse import ParsedFunction
-
 from .cache import HASH_PREFIX, META_PREFIX
+from .parse import ParsedFunction
 
 
 class _Origins(cst.CSTTransformer):

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .analysis.resolve import callable_fingerprint, literal_text
 from .cache import cache_dir, module_name_for, read_header, write_if_changed

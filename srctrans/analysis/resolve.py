@@ -26,8 +26,9 @@ import os
 import sys
 import sysconfig
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 _LIBRARY_ROOTS = tuple(
     os.path.realpath(p) + os.sep

@@ -86,6 +86,7 @@ def compile_module(
     parallel: bool = False,
     fastmath: bool = False,
     cache: bool = True,
+    boundscheck: bool = True,
 ):
     """Compile the generated file at ``path``; returns the entry function's dispatcher."""
     path = str(path)
@@ -93,7 +94,13 @@ def compile_module(
     pyfuncs = {name: module.__dict__[name] for name in functions}
     dispatchers = {}
     for name, fn in pyfuncs.items():
-        jitted = numba.njit(cache=cache, error_model="numpy", parallel=parallel and name == entry, fastmath=fastmath)(fn)
+        jitted = numba.njit(
+            cache=cache,
+            error_model="numpy",
+            parallel=parallel and name == entry,
+            fastmath=fastmath,
+            boundscheck=boundscheck,
+        )(fn)
         _guard(jitted, path, lock)
         dispatchers[name] = jitted
     by_id = {id(fn): dispatchers[name] for name, fn in pyfuncs.items()}

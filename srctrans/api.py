@@ -69,6 +69,7 @@ class _Specialization:
                         parallel=self.options["parallel"],
                         fastmath=self.options["fastmath"],
                         cache=self.options["cache"],
+                        boundscheck=self.options["boundscheck"],
                     )
         return self._compiled
 
@@ -97,9 +98,16 @@ class _Specialization:
                 where = tb.tb_lineno
             tb = tb.tb_next
         loc = self.user_location(where)
-        if loc is not None and hasattr(err, "add_note"):
+        if not hasattr(err, "add_note"):  # pragma: no cover - Python 3.10
+            return
+        if loc is not None:
             file, line, text = loc
             err.add_note(f"in your code: {file}:{line}  {text}\n(generated file: {target}:{where})")
+        elif self._compiled is not None:
+            err.add_note(
+                f"raised by compiled code from {target}; to see the line, run it uncompiled with "
+                "srctrans.config.update('disable_jit', True) or SRCTRANS_DISABLE_JIT=1"
+            )
 
 
 class Jitted:
@@ -115,6 +123,7 @@ class Jitted:
         parallel: bool = False,
         fastmath: bool = False,
         cache: bool = True,
+        boundscheck: bool = True,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"jit expects a function, got {type(fn).__name__}")
@@ -146,8 +155,15 @@ class Jitted:
                 raise ValueError(f"static_argnames: {pyfn.__qualname__} has no parameter named {name!r}")
             static.add(name)
         self._static = frozenset(static)
-        self._options = {"parallel": bool(parallel), "fastmath": bool(fastmath), "cache": bool(cache)}
+        self._options = {
+            "parallel": bool(parallel),
+            "fastmath": bool(fastmath),
+            "cache": bool(cache),
+            "boundscheck": bool(boundscheck),
+        }
         flags = tuple((k, v) for k, v in (("parallel", bool(parallel)), ("fastmath", bool(fastmath))) if v)
+        if not boundscheck:  # the default checks indices, as NumPy does
+            flags += (("boundscheck", False),)
         self._transform = Transform("jit", flags)
         self._specs: dict[tuple, _Specialization] = {}
         self._simple: _Specialization | None = None
@@ -157,7 +173,7 @@ class Jitted:
         self._method: Jitted | None = None
         self._init_options = dict(
             target=target, static_argnums=static_argnums, static_argnames=static_argnames,
-            parallel=parallel, fastmath=fastmath, cache=cache,
+            parallel=parallel, fastmath=fastmath, cache=cache, boundscheck=boundscheck,
         )
         functools.update_wrapper(self, pyfn)
 
@@ -338,6 +354,7 @@ def jit(
     parallel: bool = False,
     fastmath: bool = False,
     cache: bool = True,
+    boundscheck: bool = True,
 ):
     """Compile ``fn`` with Numba through a readable generated file.
 
@@ -345,7 +362,8 @@ def jit(
     a call with new argument types (dtype, ndim) compiles a new specialization,
     and static arguments (hashable) are written into the generated code, one
     file per distinct value. ``print`` runs on every call;
-    ``SRCTRANS_DISABLE_JIT=1`` runs the generated Python instead.
+    ``SRCTRANS_DISABLE_JIT=1`` runs the generated Python instead. Array indices
+    are checked (an ``IndexError`` as in NumPy); ``boundscheck=False`` skips the check.
 
     >>> import numpy as np, srctrans
     >>> def calc(x):
@@ -361,6 +379,7 @@ def jit(
         parallel=parallel,
         fastmath=fastmath,
         cache=cache,
+        boundscheck=boundscheck,
     )
     if fn is None:
         return lambda f: Jitted(f, **options)

@@ -39,8 +39,8 @@ class Transform:
 
     @property
     def file_tag(self) -> str:
-        """Part of the file name: ``jit``, ``jit_parallel_fastmath`` (true flags only)."""
-        flags = [k for k, v in self.options if v is True]
+        """Part of the file name: ``jit``, ``jit_parallel_fastmath``, ``jit_noboundscheck``."""
+        flags = [k if v else "no" + k for k, v in self.options if isinstance(v, bool)]
         return "_".join([self.name, *flags])
 
 

@@ -126,3 +126,14 @@ def test_srctrans_imports_without_numba(tmp_path, python):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["6.0", "1"]
+
+
+def test_compiled_index_out_of_range_raises_like_numpy(raising):
+    f = srctrans.jit(raising.pick)
+    assert f(np.ones(3), 2) == 2.0
+    with pytest.raises(IndexError) as info:
+        f(np.ones(3), 7)
+    assert "disable_jit" in "\n".join(info.value.__notes__)
+    unchecked = srctrans.jit(raising.pick, boundscheck=False)
+    assert srctrans.source_path(unchecked).name.endswith(".pick.jit_noboundscheck.py")
+    assert unchecked(np.ones(3), 1) == 2.0

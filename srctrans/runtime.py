@@ -29,3 +29,155 @@ def matmul(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
 NUMPY_REWRITES: dict[str, str] = {
     "numpy.matmul": "matmul",
 }
+
+
+# --- reverse-mode helpers ------------------------------------------------------------
+# Each is plain NumPy; numba_backend/runtime_overloads.py compiles the same meaning.
+
+
+def grad_seed(out):
+    """The adjoint ``1.0`` of a scalar result; ``grad`` of a non-scalar result is an error."""
+    if np.ndim(out) != 0:
+        raise TypeError(
+            f"grad requires a scalar output, got an array of shape {np.shape(out)}; "
+            "use vjp for non-scalar outputs, or reduce (e.g. with np.sum) first"
+        )
+    return np.ones_like(out, dtype=np.result_type(out, 1.0))[()] if isinstance(out, np.ndarray) else 1.0
+
+
+def zeros_like(x):
+    """Zeros shaped like ``x``; a Python float for scalars."""
+    if isinstance(x, np.ndarray):
+        return np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float64) if x.dtype.kind in "biu" else x.dtype)
+    return 0.0
+
+
+def unbroadcast(g, x):
+    """Sum ``g`` down to the shape of ``x``: the adjoint of NumPy's broadcasting."""
+    if not isinstance(x, np.ndarray):
+        return float(np.sum(g)) if np.ndim(g) else g
+    g = np.asarray(g)
+    if g.shape == x.shape:
+        return g
+    if g.ndim > x.ndim:
+        g = np.sum(g, axis=tuple(range(g.ndim - x.ndim)))
+    axes = tuple(i for i, n in enumerate(x.shape) if n == 1 and g.shape[i] != 1)
+    if axes:
+        g = np.sum(g, axis=axes, keepdims=True)
+    return np.broadcast_to(g, x.shape) if g.shape != x.shape else g
+
+
+def _expand(g, x, axis, keepdims):
+    """Put back the reduced axes of ``g`` (a reduction of ``x`` over ``axis``) so it broadcasts."""
+    g = np.asarray(g)
+    if axis is None or keepdims:
+        return g
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    axes = tuple(a % np.ndim(x) for a in axes)
+    return np.expand_dims(g, axes)
+
+
+def sum_grad(g, x, axis=None, keepdims=False):
+    return np.broadcast_to(_expand(g, x, axis, keepdims), np.shape(x)) + 0.0 if isinstance(x, np.ndarray) else g
+
+
+def mean_grad(g, x, axis=None, keepdims=False):
+    count = np.size(x) if axis is None else np.prod([np.shape(x)[a] for a in np.atleast_1d(axis)])
+    return sum_grad(g, x, axis, keepdims) / count
+
+
+def extremum_grad(g, x, ans, axis=None, keepdims=False):
+    """Adjoint of max/min: shared equally among the positions that attain it."""
+    if not isinstance(x, np.ndarray):
+        return g
+    hit = (x == _expand(ans, x, axis, keepdims)).astype(np.float64)
+    count = np.sum(hit, axis=axis, keepdims=True) if axis is not None else np.sum(hit)
+    return hit * _expand(g, x, axis, keepdims) / count
+
+
+def prod_grad(g, x, ans, axis=None, keepdims=False):
+    return sum_grad(g, x, axis, keepdims) * _expand(ans, x, axis, keepdims) / x
+
+
+def var_grad(g, x, axis=None, ddof=0, keepdims=False):
+    n = np.size(x) if axis is None else np.prod([np.shape(x)[a] for a in np.atleast_1d(axis)])
+    centered = x - np.mean(x, axis=axis, keepdims=True)
+    return 2.0 * _expand(g, x, axis, keepdims) * centered / (n - ddof)
+
+
+def std_grad(g, x, ans, axis=None, ddof=0, keepdims=False):
+    return var_grad(np.asarray(g) / (2.0 * np.asarray(ans)), x, axis, ddof, keepdims)
+
+
+def dot_grad_x(g, x, y):
+    """Adjoint of ``x`` in ``np.dot(x, y)`` / ``x @ y`` (scalars, 1-D and 2-D operands)."""
+    if np.ndim(x) == 0:
+        return np.sum(g * y)
+    if np.ndim(y) == 0:
+        return g * y
+    if np.ndim(y) == 1:
+        return np.multiply.outer(g, y) if np.ndim(x) > 1 else g * y
+    if np.ndim(x) == 1:
+        return np.dot(y, g)
+    return np.dot(g, np.transpose(y))
+
+
+def dot_grad_y(g, x, y):
+    """Adjoint of ``y`` in ``np.dot(x, y)`` / ``x @ y`` (scalars, 1-D and 2-D operands)."""
+    if np.ndim(y) == 0:
+        return np.sum(g * x)
+    if np.ndim(x) == 0:
+        return g * x
+    if np.ndim(x) == 1:
+        return np.multiply.outer(x, g) if np.ndim(y) > 1 else g * x
+    if np.ndim(y) == 1:
+        return np.dot(np.transpose(x), g)
+    return np.dot(np.transpose(x), g)
+
+
+def transpose_grad(g, axes=None):
+    if axes is None:
+        return np.transpose(g)
+    return np.transpose(g, np.argsort(axes))
+
+
+def getitem_grad(g, x, index):
+    """Adjoint of ``x[index]``: ``g`` added into zeros at ``index`` (repeated indices add up)."""
+    out = zeros_like(x)
+    np.add.at(out, index, g)
+    return out
+
+
+def xlogy(a, b):
+    """``a * log(b)``, zero where ``a`` is zero (the power rule's exponent partial)."""
+    return np.where(np.asarray(a) == 0, 0.0, a * np.log(np.where(np.asarray(a) == 0, 1.0, b)))
+
+
+def ge_mask(x, y):
+    return np.asarray(np.asarray(x) >= np.asarray(y), dtype=np.float64)
+
+
+def le_mask(x, y):
+    return np.asarray(np.asarray(x) <= np.asarray(y), dtype=np.float64)
+
+
+def inside_mask(x, lo, hi):
+    x = np.asarray(x)
+    inside = np.ones(x.shape, dtype=bool)
+    if lo is not None:
+        inside &= x >= lo
+    if hi is not None:
+        inside &= x <= hi
+    return inside.astype(np.float64)
+
+
+def sinc_grad(x):
+    px = np.pi * np.asarray(x, dtype=np.float64)
+    safe = np.where(px == 0, 1.0, px)
+    return np.where(px == 0, 0.0, (np.cos(safe) * safe - np.sin(safe)) / (safe * safe) * np.pi)
+
+
+def digamma(x):
+    from scipy.special import psi
+
+    return psi(x)

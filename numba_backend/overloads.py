@@ -1,0 +1,1487 @@
+"""NumPy features that Numba lacks, registered as ``numba.extending`` overloads.
+
+Importing this module (``import numba_backend`` does) lets ordinary NumPy code compile
+under ``numba.njit``. It owns:
+
+- reductions with ``axis=`` (int, negative, tuple) and ``keepdims=`` (a constant bool):
+  ``sum prod mean std var max amax min amin all any argmax argmin`` and
+  ``np.linalg.norm``; ``ddof=`` for std/var; ``dtype=`` where NumPy has it;
+- ``@`` and ``srctrans.runtime.matmul`` (what the front end writes for ``np.matmul``,
+  which cannot be overloaded: see that helper) for batched N-D operands, integers and
+  mixed dtypes;
+- ``np.einsum`` with a constant subscripts string (no ``...``) and ``np.tensordot``;
+- ``np.squeeze`` and ``ndarray.squeeze`` with ``axis=``; ``np.tile``;
+- lists of arrays (``[a, b]`` or built with ``.append``) passed to ``np.stack``,
+  ``np.concatenate``, ``np.hstack``, ``np.vstack`` and ``np.array``;
+- ``ufunc.at`` for ``np.add``, ``np.subtract``, ``np.multiply``, ``np.maximum``,
+  ``np.minimum`` (repeated indices accumulate).
+
+Numba tries the implementations it registered itself before these, so a call it already
+compiled keeps its old implementation; these are reached only where Numba's fail. An
+argument combination that is not handled raises ``TypingError`` with the reason, never a
+different answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import string
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numba.core import types
+from numba.core.errors import TypingError
+from numba.core.registry import cpu_target
+from numba.extending import intrinsic, overload, overload_method, register_jitable
+from numba.np.numpy_support import as_dtype
+from numba.np.unsafe.ndarray import to_fixed_tuple
+
+from srctrans import runtime as srctrans_runtime
+
+# --- typing-time helpers (plain Python, run while Numba types a call) ---
+
+
+def _is_none(t: Any) -> bool:
+    """True for an omitted argument whose default is None, or an explicit None."""
+    if t is None or isinstance(t, types.NoneType):
+        return True
+    return isinstance(t, types.Omitted) and t.value is None
+
+
+def _require_array(a: Any, fname: str, min_ndim: int = 0) -> None:
+    if not isinstance(a, types.Array):
+        raise TypingError(f"{fname}: expected an array, got {a}")
+    if a.ndim < min_ndim:
+        raise TypingError(f"{fname}: expected an array of at least {min_ndim} dimensions, got {a}")
+
+
+def _require_numeric(a: types.Array, fname: str, allow_bool: bool = True) -> None:
+    dt = a.dtype
+    ok = isinstance(dt, (types.Integer, types.Float, types.Complex))
+    if allow_bool:
+        ok = ok or isinstance(dt, types.Boolean)
+    if not ok:
+        raise TypingError(f"{fname}: unsupported dtype {dt}")
+
+
+def _const_bool(t: Any, fname: str, name: str) -> bool:
+    """Value of an argument that must be a compile-time True/False (like keepdims)."""
+    if isinstance(t, bool):
+        return t
+    if isinstance(t, types.Omitted):
+        return bool(t.value)
+    if isinstance(t, (types.BooleanLiteral, types.IntegerLiteral)):
+        return bool(t.literal_value)
+    if _is_none(t):
+        return False
+    raise TypingError(f"{fname}: {name}= must be a constant True or False, got {t}")
+
+
+def _const_int(t: Any, fname: str, name: str) -> int:
+    """Value of an argument that must be a compile-time integer."""
+    if isinstance(t, int) and not isinstance(t, bool):
+        return t
+    if isinstance(t, types.Omitted) and isinstance(t.value, int):
+        return t.value
+    if isinstance(t, types.IntegerLiteral):
+        return t.literal_value
+    raise TypingError(f"{fname}: {name}= must be a constant integer, got {t}")
+
+
+def _is_int_tuple(t: Any) -> bool:
+    return isinstance(t, types.BaseTuple) and all(isinstance(x, types.Integer) for x in t.types)
+
+
+def _axis_kind(axis: Any, fname: str, allow_tuple: bool = True) -> tuple[str, int]:
+    """Classify an axis argument as ('none', 0), ('int', 1) or ('tuple', len)."""
+    if _is_none(axis):
+        return "none", 0
+    if isinstance(axis, types.Integer):
+        return "int", 1
+    if isinstance(axis, types.Omitted) and isinstance(axis.value, int):
+        return "int", 1
+    if allow_tuple and _is_int_tuple(axis):
+        return "tuple", len(axis.types)
+    what = "an int or a tuple of ints" if allow_tuple else "an int"
+    raise TypingError(f"{fname}: axis= must be None or {what}, got {axis}")
+
+
+def _dtype_arg(dtype: Any, fname: str) -> np.dtype | None:
+    """NumPy dtype named by a ``dtype=`` argument, or None when it is absent."""
+    if _is_none(dtype):
+        return None
+    if isinstance(dtype, types.NumberClass):
+        return as_dtype(dtype.instance_type)
+    if isinstance(dtype, types.DType):
+        return as_dtype(dtype.dtype)
+    raise TypingError(f"{fname}: dtype= must be a NumPy scalar type such as np.float64, got {dtype}")
+
+
+def _require_no_out(out: Any, fname: str) -> None:
+    if not _is_none(out):
+        raise TypingError(f"{fname}: out= is not supported")
+
+
+def _unliteral_type(t: types.Type) -> types.Type:
+    """Integers become intp, integer tuples UniTuple(intp); other types lose literal-ness."""
+    if isinstance(t, types.Integer):
+        return types.intp
+    if isinstance(t, types.BaseTuple):
+        inner = [_unliteral_type(x) for x in t.types]
+        if inner and all(x == inner[0] for x in inner):
+            return types.UniTuple(inner[0], len(inner))
+        return types.Tuple(inner)
+    return types.unliteral(t)
+
+
+@intrinsic
+def _unliteral(typingctx, x):
+    """Cast away literal types so that helpers compile once, not once per constant axis."""
+    ret = _unliteral_type(x)
+
+    def codegen(context, builder, sig, args):
+        return context.cast(builder, args[0], sig.args[0], sig.return_type)
+
+    return ret(x), codegen
+
+
+def _compile_source(source: str, name: str, env: dict[str, Any]) -> Callable:
+    """Exec generated source (readable, kept on the function) and return `name`."""
+    namespace = dict(env)
+    exec(compile(source, f"<srctrans overload {name}>", "exec"), namespace)
+    fn = namespace[name]
+    fn.__source__ = source
+    return fn
+
+
+# --- jitted helpers shared by several overloads ---
+
+
+@register_jitable
+def _norm_axis(axis, ndim):
+    ax = axis + ndim if axis < 0 else axis
+    if ax < 0 or ax >= ndim:
+        raise ValueError("axis is out of bounds for the array's dimension")
+    return ax
+
+
+@register_jitable
+def _prod_range(shape, start, stop):
+    p = 1
+    for d in range(start, stop):
+        p *= shape[d]
+    return p
+
+
+@register_jitable
+def _mask_all(ndim, axis):
+    return np.ones(ndim, np.bool_)
+
+
+@register_jitable
+def _mask_axis(ndim, axis):
+    mask = np.zeros(ndim, np.bool_)
+    mask[_norm_axis(axis, ndim)] = True
+    return mask
+
+
+@register_jitable
+def _mask_axes(ndim, axes):
+    mask = np.zeros(ndim, np.bool_)
+    for axis in axes:
+        ax = _norm_axis(axis, ndim)
+        if mask[ax]:
+            raise ValueError("duplicate value in 'axis'")
+        mask[ax] = True
+    return mask
+
+
+_MASKS = {"none": _mask_all, "int": _mask_axis, "tuple": _mask_axes}
+
+
+@register_jitable
+def _kept_shape(shape, mask, keepdims):
+    """Shape after reducing the axes in `mask`, as an intp array."""
+    ndim = len(shape)
+    n_out = ndim
+    if not keepdims:
+        n_out = ndim - mask.sum()
+    out = np.empty(n_out, np.intp)
+    j = 0
+    for d in range(ndim):
+        if not mask[d]:
+            out[j] = shape[d]
+            j += 1
+        elif keepdims:
+            out[j] = 1
+            j += 1
+    return out
+
+
+@register_jitable
+def _check_core(ok, msg):
+    if not ok:
+        raise ValueError(msg)
+
+
+@register_jitable
+def _mm2_blas(a, b, out):
+    """out = a @ b for C-contiguous 2-D float/complex arrays of one dtype."""
+    if a.shape[1] == 0:
+        _fill2(out, 0)
+    elif out.size > 0:
+        np.dot(a, b, out)
+
+
+@register_jitable
+def _mm2_loop(a, b, out):
+    """out = a @ b by loops (integer dtypes, which BLAS does not cover)."""
+    _fill2(out, 0)
+    for i in range(a.shape[0]):
+        for k in range(a.shape[1]):
+            aik = a[i, k]
+            for j in range(b.shape[1]):
+                out[i, j] += aik * b[k, j]
+
+
+def _mm2_for(dt: np.dtype) -> Callable:
+    return _mm2_blas if dt.kind in "fc" else _mm2_loop
+
+
+def _result_dtype(*arrays: types.Array) -> np.dtype:
+    return np.result_type(*[as_dtype(x.dtype) for x in arrays])
+
+
+@functools.cache
+def _c_contig_as(dt: np.dtype, same: bool) -> Callable:
+    """Jitted x -> C-contiguous array of dtype `dt` (no copy when already so)."""
+    if same:
+        return register_jitable(lambda x: np.ascontiguousarray(x))
+    scalar = dt.type
+    return register_jitable(lambda x: np.ascontiguousarray(x).astype(scalar))
+
+
+def _as_c_of(x: types.Array, dt: np.dtype) -> Callable:
+    return _c_contig_as(dt, as_dtype(x.dtype) == dt)
+
+
+# --- reductions with axis/keepdims ---
+# Every reduction views its input as a C-contiguous (outer, n, inner) block, reduces the
+# middle axis into an (outer, inner) accumulator, then casts and reshapes the result.
+
+
+@register_jitable
+def _view3_all(a, axis):
+    return np.ascontiguousarray(a).reshape((1, a.size, 1))
+
+
+@register_jitable
+def _view3_axis(a, axis):
+    ax = _norm_axis(axis, a.ndim)
+    outer = _prod_range(a.shape, 0, ax)
+    inner = _prod_range(a.shape, ax + 1, a.ndim)
+    return np.ascontiguousarray(a).reshape((outer, a.shape[ax], inner))
+
+
+@functools.cache
+def _view3_axes_for(ndim: int) -> Callable:
+    """(outer, n, 1) view of a copy whose reduced axes were moved to the end."""
+
+    def view3(a, axes):
+        mask = _mask_axes(ndim, axes)
+        perm = np.empty(ndim, np.intp)
+        outer = 1
+        n = 1
+        j = 0
+        for d in range(ndim):
+            if not mask[d]:
+                perm[j] = d
+                outer *= a.shape[d]
+                j += 1
+        for d in range(ndim):
+            if mask[d]:
+                perm[j] = d
+                n *= a.shape[d]
+                j += 1
+        moved = np.ascontiguousarray(np.transpose(a, to_fixed_tuple(perm, ndim)))
+        return moved.reshape((outer, n, 1))
+
+    return register_jitable(view3)
+
+
+# Kernels reduce b3 (outer, n, inner) over its middle axis into out2 (outer, inner). They
+# are plain loops: array-valued slice assignment costs Numba seconds of compile time.
+
+
+@register_jitable
+def _fill2(out2, value):
+    for i in range(out2.shape[0]):
+        for j in range(out2.shape[1]):
+            out2[i, j] = value
+
+
+@register_jitable
+def _first2(b3, out2):
+    """out2 = b3[:, 0, :], for reductions that start from the first element."""
+    for i in range(b3.shape[0]):
+        for j in range(b3.shape[2]):
+            out2[i, j] = b3[i, 0, j]
+
+
+@register_jitable
+def _sqrt2(out2):
+    for i in range(out2.shape[0]):
+        for j in range(out2.shape[1]):
+            out2[i, j] = np.sqrt(out2[i, j])
+
+
+@register_jitable
+def _k_sum(b3, out2, p):
+    _fill2(out2, 0)
+    for i in range(b3.shape[0]):
+        for k in range(b3.shape[1]):
+            for j in range(b3.shape[2]):
+                out2[i, j] += b3[i, k, j]
+
+
+@register_jitable
+def _k_prod(b3, out2, p):
+    _fill2(out2, 1)
+    for i in range(b3.shape[0]):
+        for k in range(b3.shape[1]):
+            for j in range(b3.shape[2]):
+                out2[i, j] *= b3[i, k, j]
+
+
+@register_jitable
+def _divide_by_count(out2, count):
+    """out2 /= count, with NumPy's nan (0/0) and inf (x/0) when count <= 0."""
+    for i in range(out2.shape[0]):
+        for j in range(out2.shape[1]):
+            if count > 0:
+                out2[i, j] = out2[i, j] / count
+            else:
+                out2[i, j] = np.nan if out2[i, j] == 0 else np.inf
+
+
+@register_jitable
+def _k_mean(b3, out2, p):
+    _k_sum(b3, out2, p)
+    _divide_by_count(out2, b3.shape[1])
+
+
+@register_jitable
+def _k_var_real(b3, out2, ddof):
+    mean = np.empty((b3.shape[0], b3.shape[2]), np.float64)
+    _k_mean(b3, mean, 0.0)
+    _fill2(out2, 0)
+    for i in range(b3.shape[0]):
+        for k in range(b3.shape[1]):
+            for j in range(b3.shape[2]):
+                d = b3[i, k, j] - mean[i, j]
+                out2[i, j] += d * d
+    _divide_by_count(out2, max(b3.shape[1] - ddof, 0.0))
+
+
+@register_jitable
+def _k_var_complex(b3, out2, ddof):
+    mean = np.empty((b3.shape[0], b3.shape[2]), np.complex128)
+    _k_mean(b3, mean, 0.0)
+    _fill2(out2, 0)
+    for i in range(b3.shape[0]):
+        for k in range(b3.shape[1]):
+            for j in range(b3.shape[2]):
+                d = b3[i, k, j] - mean[i, j]
+                out2[i, j] += d.real * d.real + d.imag * d.imag
+    _divide_by_count(out2, max(b3.shape[1] - ddof, 0.0))
+
+
+@register_jitable
+def _k_std_real(b3, out2, ddof):
+    _k_var_real(b3, out2, ddof)
+    _sqrt2(out2)
+
+
+@register_jitable
+def _k_std_complex(b3, out2, ddof):
+    _k_var_complex(b3, out2, ddof)
+    _sqrt2(out2)
+
+
+@register_jitable
+def _has_empty_reduction(b3):
+    return b3.shape[1] == 0 and b3.shape[0] * b3.shape[2] > 0
+
+
+@register_jitable
+def _k_max(b3, out2, p):
+    if _has_empty_reduction(b3):
+        raise ValueError("zero-size array to reduction operation maximum which has no identity")
+    if b3.shape[1] == 0:
+        return
+    _first2(b3, out2)
+    for i in range(b3.shape[0]):
+        for k in range(1, b3.shape[1]):
+            for j in range(b3.shape[2]):
+                v = b3[i, k, j]
+                if v > out2[i, j] or v != v:  # v != v: NaN propagates
+                    out2[i, j] = v
+
+
+@register_jitable
+def _k_min(b3, out2, p):
+    if _has_empty_reduction(b3):
+        raise ValueError("zero-size array to reduction operation minimum which has no identity")
+    if b3.shape[1] == 0:
+        return
+    _first2(b3, out2)
+    for i in range(b3.shape[0]):
+        for k in range(1, b3.shape[1]):
+            for j in range(b3.shape[2]):
+                v = b3[i, k, j]
+                if v < out2[i, j] or v != v:
+                    out2[i, j] = v
+
+
+@register_jitable
+def _k_argmax(b3, out2, p):
+    if _has_empty_reduction(b3):
+        raise ValueError("attempt to get argmax of an empty sequence")
+    _fill2(out2, 0)
+    if b3.shape[1] == 0:
+        return
+    best = np.empty((b3.shape[0], b3.shape[2]), b3.dtype)
+    _first2(b3, best)
+    for i in range(b3.shape[0]):
+        for k in range(1, b3.shape[1]):
+            for j in range(b3.shape[2]):
+                v = b3[i, k, j]
+                b = best[i, j]
+                if v > b or (v != v and b == b):  # the first NaN wins, as in NumPy
+                    best[i, j] = v
+                    out2[i, j] = k
+
+
+@register_jitable
+def _k_argmin(b3, out2, p):
+    if _has_empty_reduction(b3):
+        raise ValueError("attempt to get argmin of an empty sequence")
+    _fill2(out2, 0)
+    if b3.shape[1] == 0:
+        return
+    best = np.empty((b3.shape[0], b3.shape[2]), b3.dtype)
+    _first2(b3, best)
+    for i in range(b3.shape[0]):
+        for k in range(1, b3.shape[1]):
+            for j in range(b3.shape[2]):
+                v = b3[i, k, j]
+                b = best[i, j]
+                if v < b or (v != v and b == b):
+                    best[i, j] = v
+                    out2[i, j] = k
+
+
+@register_jitable
+def _k_all(b3, out2, p):
+    _fill2(out2, True)
+    for i in range(b3.shape[0]):
+        for k in range(b3.shape[1]):
+            for j in range(b3.shape[2]):
+                if not b3[i, k, j]:
+                    out2[i, j] = False
+
+
+@register_jitable
+def _k_any(b3, out2, p):
+    _fill2(out2, False)
+    for i in range(b3.shape[0]):
+        for k in range(b3.shape[1]):
+            for j in range(b3.shape[2]):
+                if b3[i, k, j]:
+                    out2[i, j] = True
+
+
+@register_jitable
+def _k_norm2(b3, out2, p):
+    _fill2(out2, 0)
+    for i in range(b3.shape[0]):
+        for k in range(b3.shape[1]):
+            for j in range(b3.shape[2]):
+                v = b3[i, k, j]
+                out2[i, j] += v.real * v.real + v.imag * v.imag
+    _sqrt2(out2)
+
+
+@register_jitable
+def _k_norm_ord(b3, out2, ord):
+    """Vector norm of any order (NumPy's meaning of ord=inf, -inf, 0, 1, 2, p)."""
+    if ord == 2.0:
+        _k_norm2(b3, out2, ord)
+        return
+    extreme = ord == np.inf or ord == -np.inf
+    if extreme and _has_empty_reduction(b3):
+        raise ValueError("zero-size array to reduction operation which has no identity")
+    _fill2(out2, np.inf if ord == -np.inf else 0.0)
+    for i in range(b3.shape[0]):
+        for k in range(b3.shape[1]):
+            for j in range(b3.shape[2]):
+                m = np.abs(b3[i, k, j])
+                if ord == np.inf:
+                    out2[i, j] = max(out2[i, j], m)
+                elif ord == -np.inf:
+                    out2[i, j] = min(out2[i, j], m)
+                elif ord == 0.0:
+                    out2[i, j] += m != 0
+                elif ord == 1.0:
+                    out2[i, j] += m
+                else:
+                    out2[i, j] += m**ord
+    if not extreme and ord != 0.0 and ord != 1.0:
+        for i in range(out2.shape[0]):
+            for j in range(out2.shape[1]):
+                out2[i, j] = out2[i, j] ** (1.0 / ord)
+
+
+def _int_promoted(dt: np.dtype) -> np.dtype:
+    """NumPy's sum/prod result: bool and small ints widen to the platform integer."""
+    if dt.kind == "b" or (dt.kind == "i" and dt.itemsize < 8):
+        return np.dtype(np.int64)
+    if dt.kind == "u" and dt.itemsize < 8:
+        return np.dtype(np.uint64)
+    return dt
+
+
+def _float_result(dt: np.dtype) -> np.dtype:
+    return dt if dt.kind in "fc" else np.dtype(np.float64)
+
+
+def _real_of(dt: np.dtype) -> np.dtype:
+    return np.empty(0, dt).real.dtype
+
+
+def _wide_acc(dt: np.dtype) -> np.dtype:
+    """Accumulate floats in float64 and complex in complex128; integers as they are."""
+    if dt.kind == "f":
+        return np.dtype(np.float64)
+    if dt.kind == "c":
+        return np.dtype(np.complex128)
+    return dt
+
+
+def _reduction_plan(kind: str, dt: np.dtype, dtype: np.dtype | None, fname: str) -> tuple[Callable, np.dtype, np.dtype]:
+    """(kernel, accumulator dtype, result dtype) of one reduction on input dtype `dt`."""
+    if kind in ("max", "min", "argmax", "argmin") and dt.kind == "c":
+        raise TypingError(f"{fname}: complex input is not supported")
+    if kind in ("sum", "prod"):
+        res = dtype or _int_promoted(dt)
+        return (_k_sum if kind == "sum" else _k_prod), _wide_acc(res), res
+    if kind == "mean":
+        res = dtype or _float_result(dt)
+        return _k_mean, _wide_acc(_float_result(res)), res
+    if kind in ("var", "std"):
+        res = _real_of(dtype or _float_result(dt))
+        complex_in = dt.kind == "c"
+        kernels = {
+            ("var", False): _k_var_real,
+            ("var", True): _k_var_complex,
+            ("std", False): _k_std_real,
+            ("std", True): _k_std_complex,
+        }
+        return kernels[kind, complex_in], np.dtype(np.float64), res
+    if kind in ("max", "min"):
+        return (_k_max if kind == "max" else _k_min), dt, dt
+    if kind in ("argmax", "argmin"):
+        intp = np.dtype(np.intp)
+        return (_k_argmax if kind == "argmax" else _k_argmin), intp, intp
+    if kind in ("all", "any"):
+        boolean = np.dtype(np.bool_)
+        return (_k_all if kind == "all" else _k_any), boolean, boolean
+    if kind in ("norm2", "norm_ord"):
+        res = _real_of(_float_result(dt))
+        return (_k_norm2 if kind == "norm2" else _k_norm_ord), np.dtype(np.float64), res
+    raise AssertionError(kind)
+
+
+_REDUCTION_TEMPLATE = """\
+def impl({signature}):
+    ax = _unliteral(axis)
+    b3 = view3({array}, ax)
+    out2 = np.empty((b3.shape[0], b3.shape[2]), acc_scalar)
+    kernel(b3, out2, {param})
+{finish}"""
+
+_FINISH_SCALAR = "    return res_scalar(out2[0, 0])\n"
+_FINISH_ARRAY = """\
+    shape = _kept_shape({array}.shape, mask_of(NDIM, ax), KEEPDIMS)
+    return out2{cast}.reshape(to_fixed_tuple(shape, OUT_NDIM))
+"""
+
+
+@functools.cache
+def _reduction_impl(
+    signature: str,
+    param: str,
+    kernel: Callable,
+    acc_dt: np.dtype,
+    res_dt: np.dtype,
+    axis_kind: str,
+    ndim: int,
+    keepdims: bool,
+    n_reduced: int,
+) -> Callable:
+    """The overload implementation of one reduction configuration, shared between calls.
+
+    It is generated so that it carries the NumPy function's own signature and calls the
+    kernel directly: every extra layer of jitted function costs a compile.
+    """
+    array = signature.split(",")[0]
+    out_ndim = ndim if keepdims else ndim - n_reduced
+    if out_ndim == 0:
+        finish = _FINISH_SCALAR
+    else:
+        finish = _FINISH_ARRAY.format(array=array, cast="" if acc_dt == res_dt else ".astype(res_scalar)")
+    source = _REDUCTION_TEMPLATE.format(signature=signature, array=array, param=param, finish=finish)
+    env = {
+        "np": np,
+        "_unliteral": _unliteral,
+        "_kept_shape": _kept_shape,
+        "_norm_ord_value": _norm_ord_value,
+        "to_fixed_tuple": to_fixed_tuple,
+        "view3": {"none": _view3_all, "int": _view3_axis, "tuple": _view3_axes_for(ndim)}[axis_kind],
+        "mask_of": _MASKS[axis_kind],
+        "kernel": kernel,
+        "acc_scalar": acc_dt.type,
+        "res_scalar": res_dt.type,
+        "NDIM": ndim,
+        "OUT_NDIM": out_ndim,
+        "KEEPDIMS": keepdims,
+    }
+    return _compile_source(source, "impl", env)
+
+
+def _reduction(
+    kind: str,
+    fname: str,
+    signature: str,
+    a: Any,
+    axis: Any,
+    keepdims: Any,
+    dtype: Any = None,
+    out: Any = None,
+    param: str = "0.0",
+) -> Callable:
+    """Type-check one reduction call and return its implementation."""
+    _require_array(a, fname)
+    _require_numeric(a, fname)
+    _require_no_out(out, fname)
+    keep = _const_bool(keepdims, fname, "keepdims")
+    axis_kind, n_reduced = _axis_kind(axis, fname, allow_tuple=kind not in ("argmax", "argmin"))
+    if axis_kind == "none":
+        n_reduced = a.ndim
+    elif a.ndim == 0:
+        raise TypingError(f"{fname}: axis= given for a 0-d array")
+    elif n_reduced > a.ndim:
+        raise TypingError(f"{fname}: more axes than the array's {a.ndim} dimensions")
+    kernel, acc_dt, res_dt = _reduction_plan(kind, as_dtype(a.dtype), _dtype_arg(dtype, fname), fname)
+    return _reduction_impl(signature, param, kernel, acc_dt, res_dt, axis_kind, a.ndim, keep, n_reduced)
+
+
+_SIG_DTYPE = "a, axis=None, dtype=None, out=None, keepdims=False"
+_SIG_DDOF = "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False"
+_SIG_PLAIN = "a, axis=None, out=None, keepdims=False"
+
+
+@overload(np.sum)
+def _ov_sum(a, axis=None, dtype=None, out=None, keepdims=False):
+    return _reduction("sum", "np.sum", _SIG_DTYPE, a, axis, keepdims, dtype, out)
+
+
+@overload(np.prod)
+def _ov_prod(a, axis=None, dtype=None, out=None, keepdims=False):
+    return _reduction("prod", "np.prod", _SIG_DTYPE, a, axis, keepdims, dtype, out)
+
+
+@overload(np.mean)
+def _ov_mean(a, axis=None, dtype=None, out=None, keepdims=False):
+    return _reduction("mean", "np.mean", _SIG_DTYPE, a, axis, keepdims, dtype, out)
+
+
+def _check_ddof(ddof: Any, fname: str) -> None:
+    if not isinstance(ddof, (int, float, types.Integer, types.Float, types.Omitted)):
+        raise TypingError(f"{fname}: ddof= must be a number, got {ddof}")
+
+
+@overload(np.var)
+def _ov_var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    _check_ddof(ddof, "np.var")
+    return _reduction("var", "np.var", _SIG_DDOF, a, axis, keepdims, dtype, out, "float(ddof)")
+
+
+@overload(np.std)
+def _ov_std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    _check_ddof(ddof, "np.std")
+    return _reduction("std", "np.std", _SIG_DDOF, a, axis, keepdims, dtype, out, "float(ddof)")
+
+
+def _register_axis_reduction(fn: Callable, kind: str, fname: str) -> None:
+    """max amax min amin all any argmax argmin share the signature (a, axis, out, keepdims)."""
+
+    @overload(fn)
+    def _ov_axis_reduction(a, axis=None, out=None, keepdims=False):
+        return _reduction(kind, fname, _SIG_PLAIN, a, axis, keepdims, None, out)
+
+
+for _name, _kind in (
+    ("max", "max"),
+    ("amax", "max"),
+    ("min", "min"),
+    ("amin", "min"),
+    ("all", "all"),
+    ("any", "any"),
+    ("argmax", "argmax"),
+    ("argmin", "argmin"),
+):
+    _register_axis_reduction(getattr(np, _name), _kind, f"np.{_name}")
+
+
+@register_jitable
+def _norm_ord_value(ord):
+    if ord is None:
+        return 2.0
+    return float(ord)
+
+
+@overload(np.linalg.norm)
+def _ov_norm(x, ord=None, axis=None, keepdims=False):
+    fname = "np.linalg.norm"
+    _require_array(x, fname)
+    axis_kind, n_axes = _axis_kind(axis, fname)
+    if _is_none(ord):
+        kind = "norm2"  # 2-norm of vectors, Frobenius norm of matrices: same formula
+    elif isinstance(ord, (types.Integer, types.Float)):
+        vector = n_axes == 1 or (axis_kind == "none" and x.ndim == 1)
+        if not vector:
+            raise TypingError(f"{fname}: ord= is supported for vector norms only (an int axis or a 1-d x)")
+        kind = "norm_ord"
+    else:
+        raise TypingError(f"{fname}: ord= must be None or a number, got {ord}")
+    signature = "x, ord=None, axis=None, keepdims=False"
+    return _reduction(kind, fname, signature, x, axis, keepdims, param="_norm_ord_value(ord)")
+
+
+# --- matmul ---
+
+
+@register_jitable
+def _batch_dims(shape, n_own, n_out):
+    """Leading batch dims of `shape` (n_own of them), left-padded with 1s to n_out."""
+    dims = np.ones(n_out, np.intp)
+    for d in range(n_own):
+        dims[n_out - n_own + d] = shape[d]
+    return dims
+
+
+@register_jitable
+def _broadcast_dims(sa, sb):
+    out = np.empty(len(sa), np.intp)
+    for d in range(len(sa)):
+        if sa[d] == sb[d] or sb[d] == 1:
+            out[d] = sa[d]
+        elif sa[d] == 1:
+            out[d] = sb[d]
+        else:
+            raise ValueError("operands could not be broadcast together (batch dimensions)")
+    return out
+
+
+@register_jitable
+def _flat_batch_index(p, out_dims, own_dims):
+    """Flat index into an operand's batch for output batch p (size-1 dims broadcast)."""
+    idx = 0
+    stride = 1
+    for d in range(len(out_dims) - 1, -1, -1):
+        c = p % out_dims[d]
+        p //= out_dims[d]
+        if own_dims[d] != 1:
+            idx += c * stride
+        stride *= own_dims[d]
+    return idx
+
+
+@functools.cache
+def _matmul_runner(a_ndim: int, b_ndim: int, dt: np.dtype, same_a: bool, same_b: bool) -> Callable:
+    """Implementation (x1, x2) following np.matmul's rules for 1-D and stacked operands."""
+    scalar = dt.type
+    as_c_a = _c_contig_as(dt, same_a)
+    as_c_b = _c_contig_as(dt, same_b)
+    mm2 = _mm2_for(dt)
+    if a_ndim == 1 and b_ndim == 1:
+
+        def run_vv(x1, x2):
+            _check_core(x1.shape[0] == x2.shape[0], "matmul: mismatch in core dimension")
+            acc = scalar(0)
+            for i in range(x1.shape[0]):
+                acc += scalar(x1[i]) * scalar(x2[i])
+            return acc
+
+        return run_vv
+
+    nba, nbb = max(a_ndim - 2, 0), max(b_ndim - 2, 0)
+    nbo = max(nba, nbb)
+    keep_m, keep_n = a_ndim >= 2, b_ndim >= 2
+    out_ndim = nbo + keep_m + keep_n
+
+    def run(x1, x2):
+        a, b = x1, x2
+        ac = as_c_a(a)
+        bc = as_c_b(b)
+        m = a.shape[a_ndim - 2] if keep_m else 1
+        k = a.shape[a_ndim - 1]
+        n = b.shape[b_ndim - 1] if keep_n else 1
+        _check_core(b.shape[b_ndim - 2 if keep_n else 0] == k, "matmul: mismatch in core dimension")
+        a3 = ac.reshape((_prod_range(a.shape, 0, nba), m, k))
+        b3 = bc.reshape((_prod_range(b.shape, 0, nbb), k, n))
+        sa = _batch_dims(a.shape, nba, nbo)
+        sb = _batch_dims(b.shape, nbb, nbo)
+        so = _broadcast_dims(sa, sb)
+        nbatch = _prod_range(so, 0, nbo)
+        out = np.empty((nbatch, m, n), scalar)
+        for p in range(nbatch):
+            mm2(a3[_flat_batch_index(p, so, sa)], b3[_flat_batch_index(p, so, sb)], out[p])
+        shape = np.empty(out_ndim, np.intp)
+        for d in range(nbo):
+            shape[d] = so[d]
+        if keep_m:
+            shape[nbo] = m
+        if keep_n:
+            shape[out_ndim - 1] = n
+        return out.reshape(to_fixed_tuple(shape, out_ndim))
+
+    return run
+
+
+def _matmul(a: Any, b: Any, fname: str) -> Callable:
+    _require_array(a, fname, 1)
+    _require_array(b, fname, 1)
+    _require_numeric(a, fname, allow_bool=False)
+    _require_numeric(b, fname, allow_bool=False)
+    dt = _result_dtype(a, b)
+    return _matmul_runner(a.ndim, b.ndim, dt, as_dtype(a.dtype) == dt, as_dtype(b.dtype) == dt)
+
+
+@overload(srctrans_runtime.matmul)
+def _ov_runtime_matmul(x1, x2):
+    return _matmul(x1, x2, "np.matmul")
+
+
+@overload(np.matmul)
+def _ov_matmul(x1, x2):
+    # np.matmul is a ufunc: Numba's array-expression pass would turn any np.matmul call
+    # that returns an array into an elementwise loop, so refuse it with directions.
+    raise TypingError(
+        "np.matmul cannot be compiled by Numba (it is treated as an elementwise ufunc); "
+        "use a @ b, or srctrans.runtime.matmul(a, b), which the srctrans front end substitutes"
+    )
+
+
+@overload(operator.matmul)
+def _ov_matmul_operator(x1, x2):
+    # Reached only where Numba's own '@' fails: N-D operands, integers, mixed dtypes.
+    if not (isinstance(x1, types.Array) and isinstance(x2, types.Array)):
+        return None
+    return _matmul(x1, x2, "'@'")
+
+
+# --- einsum ---
+
+
+def _parse_einsum(subscripts: str, n_operands: int) -> tuple[list[str], str]:
+    """(input terms, output term) of a subscripts string; implicit output is made explicit."""
+    text = subscripts.replace(" ", "")
+    if "." in text:
+        raise TypingError("np.einsum: '...' (ellipsis) subscripts are not supported")
+    if text.count("->") > 1:
+        raise TypingError(f"np.einsum: more than one '->' in {subscripts!r}")
+    lhs, arrow, out = text.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != n_operands:
+        raise TypingError(f"np.einsum: {subscripts!r} names {len(terms)} operands, {n_operands} were given")
+    for term in terms + [out]:
+        if any(c not in string.ascii_letters for c in term):
+            raise TypingError(f"np.einsum: invalid subscript in {subscripts!r}")
+    counts = Counter("".join(terms))
+    if not arrow:
+        out = "".join(sorted(c for c, n in counts.items() if n == 1))
+    if len(set(out)) != len(out):
+        raise TypingError(f"np.einsum: output subscript repeated in {subscripts!r}")
+    if any(c not in counts for c in out):
+        raise TypingError(f"np.einsum: output subscript not in the inputs of {subscripts!r}")
+    return terms, out
+
+
+def _einsum_source(terms: list[str], out: str, scalar_operands: list[bool]) -> str:
+    """Loop nest for one einsum: loops over every label, in order of first appearance."""
+    lines = ["def einsum_impl(subscripts, *operands):"]
+    for i in range(len(terms)):
+        lines.append(f"    op{i} = operands[{i}]")
+    seen: set[str] = set()
+    for i, term in enumerate(terms):
+        for pos, c in enumerate(term):
+            if c in seen:
+                msg = f"einsum: operands disagree on the size of subscript {c!r}"
+                lines.append(f"    if op{i}.shape[{pos}] != n_{c}: raise ValueError({msg!r})")
+            else:
+                lines.append(f"    n_{c} = op{i}.shape[{pos}]")
+                seen.add(c)
+    labels = list(dict.fromkeys("".join(terms)))
+    if out:
+        lines.append(f"    out = np.zeros(({', '.join('n_' + c for c in out)},), scalar)")
+    else:
+        lines.append("    acc = scalar(0)")
+    indent = "    "
+    for c in labels:
+        lines.append(f"{indent}for i_{c} in range(n_{c}):")
+        indent += "    "
+    factors = []
+    for i, term in enumerate(terms):
+        factors.append(f"op{i}" if scalar_operands[i] else f"op{i}[{', '.join('i_' + c for c in term)}]")
+    product = " * ".join(factors)
+    if out:
+        lines.append(f"{indent}out[{', '.join('i_' + c for c in out)}] += {product}")
+        lines.append("    return out")
+    else:
+        lines.append(f"{indent}acc += {product}")
+        lines.append("    return scalar(acc)")
+    return "\n".join(lines) + "\n"
+
+
+@functools.cache
+def _einsum_impl(subscripts: str, operand_ndims: tuple[int | None, ...], dt: np.dtype) -> Callable:
+    """operand_ndims: ndim of each array operand, None for a scalar operand."""
+    terms, out = _parse_einsum(subscripts, len(operand_ndims))
+    for i, (term, ndim) in enumerate(zip(terms, operand_ndims)):
+        if ndim is None and term:
+            raise TypingError(f"np.einsum: operand {i} is a scalar but has subscripts {term!r}")
+        if ndim is not None and ndim != len(term):
+            raise TypingError(f"np.einsum: operand {i} has {ndim} dimensions but subscripts {term!r}")
+    source = _einsum_source(terms, out, [n is None for n in operand_ndims])
+    return _compile_source(source, "einsum_impl", {"np": np, "scalar": dt.type})
+
+
+@overload(np.einsum)
+def _ov_einsum(subscripts, *operands):
+    if not isinstance(subscripts, types.StringLiteral):
+        raise TypingError("np.einsum: the subscripts must be a constant string")
+    ndims: list[int | None] = []
+    dtypes = []
+    for i, op in enumerate(operands):
+        if isinstance(op, types.Array):
+            if not isinstance(op.dtype, (types.Integer, types.Float, types.Complex, types.Boolean)):
+                raise TypingError(f"np.einsum: operand {i} has unsupported dtype {op.dtype}")
+            ndims.append(op.ndim if op.ndim > 0 else None)
+            dtypes.append(as_dtype(op.dtype))
+            if op.ndim == 0:
+                raise TypingError(f"np.einsum: operand {i} is a 0-d array; pass a scalar instead")
+        elif isinstance(op, (types.Integer, types.Float, types.Complex)):
+            ndims.append(None)
+            dtypes.append(as_dtype(op))
+        else:
+            raise TypingError(f"np.einsum: operand {i} must be an array or a number, got {op}")
+    if not operands:
+        raise TypingError("np.einsum: no operands given")
+    return _einsum_impl(subscripts.literal_value, tuple(ndims), np.result_type(*dtypes))
+
+
+# --- tensordot ---
+
+
+@register_jitable
+def _tensordot_axes_int(n, a_ndim, b_ndim):
+    if n < 0 or n > a_ndim or n > b_ndim:
+        raise ValueError("tensordot: axes exceeds the operands' dimensions")
+    axa = np.arange(a_ndim - n, a_ndim)
+    axb = np.arange(0, n)
+    return axa, axb
+
+
+@register_jitable
+def _as_intp_array(x):
+    """An int or a tuple of ints as a 1-D intp array."""
+    return np.asarray(x, dtype=np.intp).reshape(-1)
+
+
+@register_jitable
+def _tensordot_perm(axes, ndim, summed_last):
+    """Permutation putting the free axes first and `axes` last (or the reverse)."""
+    mask = np.zeros(ndim, np.bool_)
+    n = len(axes)
+    perm = np.empty(ndim, np.intp)
+    for i in range(n):
+        ax = _norm_axis(axes[i], ndim)
+        if mask[ax]:
+            raise ValueError("tensordot: repeated axis")
+        mask[ax] = True
+        perm[ndim - n + i if summed_last else i] = ax
+    j = 0 if summed_last else n
+    for d in range(ndim):
+        if not mask[d]:
+            perm[j] = d
+            j += 1
+    return perm
+
+
+@functools.cache
+def _tensordot_runner(
+    a_ndim: int, b_ndim: int, n: int, dt: np.dtype, same_a: bool, same_b: bool, int_axes: bool
+) -> Callable:
+    scalar = dt.type
+    as_c_a = _c_contig_as(dt, same_a)
+    as_c_b = _c_contig_as(dt, same_b)
+    mm2 = _mm2_for(dt)
+    out_ndim = a_ndim + b_ndim - 2 * n
+    if int_axes:  # n is a compile-time constant: the value of axes itself is not needed
+        get_axes = register_jitable(lambda axes: _tensordot_axes_int(n, a_ndim, b_ndim))
+    else:
+        get_axes = register_jitable(lambda axes: (_as_intp_array(axes[0]), _as_intp_array(axes[1])))
+    if out_ndim == 0:
+        finish = register_jitable(lambda out, shape: out[0, 0])
+    else:
+        finish = register_jitable(lambda out, shape: out.reshape(to_fixed_tuple(shape, out_ndim)))
+
+    def run(a, b, axes=2):
+        axa, axb = get_axes(_unliteral(axes))
+        perm_a = _tensordot_perm(axa, a_ndim, True)
+        perm_b = _tensordot_perm(axb, b_ndim, False)
+        k = 1
+        for i in range(n):
+            size = a.shape[perm_a[a_ndim - n + i]]
+            _check_core(size == b.shape[perm_b[i]], "tensordot: shape mismatch for the summed axes")
+            k *= size
+        at = as_c_a(np.transpose(a, to_fixed_tuple(perm_a, a_ndim)))
+        bt = as_c_b(np.transpose(b, to_fixed_tuple(perm_b, b_ndim)))
+        m = _prod_range(at.shape, 0, a_ndim - n)
+        nn = _prod_range(bt.shape, n, b_ndim)
+        out = np.empty((m, nn), scalar)
+        mm2(at.reshape((m, k)), bt.reshape((k, nn)), out)
+        shape = np.empty(out_ndim, np.intp)
+        for i in range(a_ndim - n):
+            shape[i] = at.shape[i]
+        for i in range(b_ndim - n):
+            shape[a_ndim - n + i] = bt.shape[n + i]
+        return finish(out, shape)
+
+    return run
+
+
+def _tensordot_count(axes: Any, a: types.Array, b: types.Array) -> tuple[int, bool]:
+    """(number of summed axes, whether `axes` is the int form)."""
+    fname = "np.tensordot"
+    if isinstance(axes, (types.Integer, types.Omitted, int)):
+        n = _const_int(axes, fname, "axes")
+        if n < 0 or n > a.ndim or n > b.ndim:
+            raise TypingError(f"{fname}: axes={n} exceeds the operands' dimensions")
+        return n, True
+    if isinstance(axes, types.BaseTuple) and len(axes.types) == 2:
+        counts = []
+        for part in axes.types:
+            if isinstance(part, types.Integer):
+                counts.append(1)
+            elif _is_int_tuple(part):
+                counts.append(len(part.types))
+            else:
+                raise TypingError(f"{fname}: axes= must hold ints or tuples of ints, got {axes}")
+        if counts[0] != counts[1]:
+            raise TypingError(f"{fname}: the two axes sequences have different lengths")
+        if counts[0] > a.ndim or counts[0] > b.ndim:
+            raise TypingError(f"{fname}: more summed axes than dimensions")
+        return counts[0], False
+    raise TypingError(f"{fname}: axes= must be a constant int or a pair of (tuples of) ints, got {axes}")
+
+
+@overload(np.tensordot)
+def _ov_tensordot(a, b, axes=2):
+    fname = "np.tensordot"
+    _require_array(a, fname)
+    _require_array(b, fname)
+    _require_numeric(a, fname, allow_bool=False)
+    _require_numeric(b, fname, allow_bool=False)
+    n, int_axes = _tensordot_count(axes, a, b)
+    dt = _result_dtype(a, b)
+    return _tensordot_runner(a.ndim, b.ndim, n, dt, as_dtype(a.dtype) == dt, as_dtype(b.dtype) == dt, int_axes)
+
+
+# --- shape manipulation: squeeze, tile ---
+
+
+@functools.cache
+def _squeeze_runner(axis_kind: str, ndim: int, n_axes: int, c_layout: bool) -> Callable:
+    mask_of = _MASKS[axis_kind]
+    out_ndim = ndim - n_axes
+
+    def run(a, axis=None):
+        mask = mask_of(ndim, _unliteral(axis))
+        shape = np.empty(out_ndim, np.intp)
+        strides = np.empty(out_ndim, np.intp)
+        j = 0
+        for d in range(ndim):
+            if mask[d]:
+                if a.shape[d] != 1:
+                    raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
+            else:
+                shape[j] = a.shape[d]
+                strides[j] = a.strides[d]
+                j += 1
+        return view(a, shape, strides)
+
+    if c_layout:  # a C-contiguous reshape keeps Numba's faster 'C' layout
+        view = register_jitable(lambda a, shape, strides: a.reshape(to_fixed_tuple(shape, out_ndim)))
+    else:
+        view = register_jitable(
+            lambda a, shape, strides: np.lib.stride_tricks.as_strided(
+                a, shape=to_fixed_tuple(shape, out_ndim), strides=to_fixed_tuple(strides, out_ndim)
+            )
+        )
+    return run
+
+
+def _squeeze(a: Any, axis: Any, fname: str) -> Callable:
+    _require_array(a, fname)
+    axis_kind, n_axes = _axis_kind(axis, fname)
+    if axis_kind == "none":
+        if a.ndim == 0:
+            return lambda a, axis=None: a
+        raise TypingError(
+            f"{fname}: without axis= the result's ndim depends on the runtime shape, which Numba "
+            "must know when it compiles; pass axis= (an int or a tuple of ints)"
+        )
+    if n_axes > a.ndim:
+        raise TypingError(f"{fname}: more axes than the array's {a.ndim} dimensions")
+    return _squeeze_runner(axis_kind, a.ndim, n_axes, a.layout == "C" and a.ndim - n_axes > 0)
+
+
+@overload(np.squeeze)
+def _ov_squeeze(a, axis=None):
+    return _squeeze(a, axis, "np.squeeze")
+
+
+@overload_method(types.Array, "squeeze")
+def _ov_array_squeeze(a, axis=None):
+    return _squeeze(a, axis, "ndarray.squeeze")
+
+
+@functools.cache
+def _tile_runner(ndim: int, n_reps: int) -> Callable:
+    d = max(ndim, n_reps)
+
+    def run(A, reps):
+        a = A
+        reps_arr = _as_intp_array(_unliteral(reps))
+        src_shape = np.ones(d, np.intp)
+        out_shape = np.ones(d, np.intp)
+        for i in range(ndim):
+            src_shape[d - ndim + i] = a.shape[i]
+        for i in range(n_reps):
+            if reps_arr[i] < 0:
+                raise ValueError("negative dimensions are not allowed")
+            out_shape[d - n_reps + i] = reps_arr[i]
+        for i in range(d):
+            out_shape[i] *= src_shape[i]
+        out = np.empty(to_fixed_tuple(out_shape, d), a.dtype)
+        if out.size == 0:
+            return out
+        src = np.ascontiguousarray(a).reshape((-1, src_shape[d - 1]))
+        rows = out.reshape((-1, out_shape[d - 1]))
+        n_last = src_shape[d - 1]
+        for r in range(rows.shape[0]):
+            # source row: each output row index taken modulo the source's extent
+            rem = r
+            src_row = 0
+            stride = 1
+            for i in range(d - 2, -1, -1):
+                c = rem % out_shape[i]
+                rem //= out_shape[i]
+                src_row += (c % src_shape[i]) * stride
+                stride *= src_shape[i]
+            for j in range(rows.shape[1]):
+                rows[r, j] = src[src_row, j % n_last]
+        return out
+
+    return run
+
+
+@overload(np.tile)
+def _ov_tile(A, reps):
+    fname = "np.tile"
+    _require_array(A, fname)
+    if isinstance(reps, types.Integer):
+        n_reps = 1
+    elif _is_int_tuple(reps):
+        n_reps = len(reps.types)
+    else:
+        raise TypingError(f"{fname}: reps must be an int or a tuple of ints, got {reps}")
+    if max(A.ndim, n_reps) == 0:
+        raise TypingError(f"{fname}: 0-d array with empty reps is not supported")
+    return _tile_runner(A.ndim, n_reps)
+
+
+# --- joining lists of arrays: stack, concatenate, hstack, vstack, array ---
+# Numba joins tuples of arrays itself; these take lists ([a, b] or built by .append).
+
+
+def _list_item(arrays: Any) -> types.Array | None:
+    if isinstance(arrays, (types.List, types.ListType)) and isinstance(arrays.dtype, types.Array):
+        return arrays.dtype
+    return None
+
+
+def _require_list(arrays: Any, fname: str, min_ndim: int = 0) -> types.Array:
+    item = _list_item(arrays)
+    if item is None:
+        raise TypingError(f"{fname}: expected a list of arrays, got {arrays}")
+    if item.ndim < min_ndim:
+        raise TypingError(f"{fname}: the arrays must have at least {min_ndim} dimensions, got {item}")
+    return item
+
+
+@register_jitable
+def _copy3(src, out, offset):
+    """out[:, offset:offset + src.shape[1], :] = src, as loops (cheap to compile)."""
+    for i in range(src.shape[0]):
+        for k in range(src.shape[1]):
+            for j in range(src.shape[2]):
+                out[i, offset + k, j] = src[i, k, j]
+
+
+@functools.cache
+def _concatenate_runner(ndim: int) -> Callable:
+    def run(arrays, axis=0):
+        if len(arrays) == 0:
+            raise ValueError("need at least one array to concatenate")
+        first = arrays[0]
+        ax = _norm_axis(_unliteral(axis), ndim)
+        total = 0
+        for x in arrays:
+            for d in range(ndim):
+                if d != ax and x.shape[d] != first.shape[d]:
+                    raise ValueError(
+                        "all the input array dimensions except for the concatenation axis must match exactly"
+                    )
+            total += x.shape[ax]
+        outer = _prod_range(first.shape, 0, ax)
+        inner = _prod_range(first.shape, ax + 1, ndim)
+        out = np.empty((outer, total, inner), first.dtype)
+        offset = 0
+        for x in arrays:
+            m = x.shape[ax]
+            _copy3(np.ascontiguousarray(x).reshape((outer, m, inner)), out, offset)
+            offset += m
+        shape = np.empty(ndim, np.intp)
+        for d in range(ndim):
+            shape[d] = first.shape[d]
+        shape[ax] = total
+        return out.reshape(to_fixed_tuple(shape, ndim))
+
+    return register_jitable(run)
+
+
+@functools.cache
+def _stack_runner(ndim: int) -> Callable:
+    out_ndim = ndim + 1
+
+    def run(arrays, axis=0):
+        n = len(arrays)
+        if n == 0:
+            raise ValueError("need at least one array to stack")
+        first = arrays[0]
+        ax = _norm_axis(_unliteral(axis), out_ndim)
+        for x in arrays:
+            for d in range(ndim):
+                if x.shape[d] != first.shape[d]:
+                    raise ValueError("all input arrays must have the same shape")
+        outer = _prod_range(first.shape, 0, ax)
+        inner = _prod_range(first.shape, ax, ndim)
+        out = np.empty((outer, n, inner), first.dtype)
+        for i in range(n):
+            _copy3(np.ascontiguousarray(arrays[i]).reshape((outer, 1, inner)), out, i)
+        shape = np.empty(out_ndim, np.intp)
+        for d in range(out_ndim):
+            if d < ax:
+                shape[d] = first.shape[d]
+            elif d == ax:
+                shape[d] = n
+            else:
+                shape[d] = first.shape[d - 1]
+        return out.reshape(to_fixed_tuple(shape, out_ndim))
+
+    return register_jitable(run)
+
+
+@functools.cache
+def _concatenate_flat_runner() -> Callable:
+    def run(arrays, axis=0):
+        if len(arrays) == 0:
+            raise ValueError("need at least one array to concatenate")
+        total = 0
+        for x in arrays:
+            total += x.size
+        out = np.empty(total, arrays[0].dtype)
+        offset = 0
+        for x in arrays:
+            flat = np.ravel(x)
+            for i in range(x.size):
+                out[offset + i] = flat[i]
+            offset += x.size
+        return out
+
+    return register_jitable(run)
+
+
+@overload(np.concatenate)
+def _ov_concatenate(arrays, axis=0):
+    fname = "np.concatenate"
+    item = _require_list(arrays, fname)
+    if _is_none(axis):
+        run = _concatenate_flat_runner()
+    else:
+        _axis_kind(axis, fname, allow_tuple=False)
+        if item.ndim == 0:
+            raise TypingError(f"{fname}: zero-dimensional arrays cannot be concatenated")
+        run = _concatenate_runner(item.ndim)
+    return run
+
+
+@overload(np.stack)
+def _ov_stack(arrays, axis=0):
+    fname = "np.stack"
+    item = _require_list(arrays, fname)
+    _axis_kind(axis, fname, allow_tuple=False)
+    return _stack_runner(item.ndim)
+
+
+@overload(np.hstack)
+def _ov_hstack(tup):
+    item = _require_list(tup, "np.hstack")
+    if item.ndim == 0:
+        stack = _stack_runner(0)
+        return lambda tup: stack(tup, 0)
+    concatenate = _concatenate_runner(item.ndim)
+    axis = 0 if item.ndim == 1 else 1
+    return lambda tup: concatenate(tup, axis)
+
+
+@overload(np.vstack)
+def _ov_vstack(tup):
+    item = _require_list(tup, "np.vstack", min_ndim=1)
+    if item.ndim == 1:
+        stack = _stack_runner(1)
+        return lambda tup: stack(tup, 0)
+    concatenate = _concatenate_runner(item.ndim)
+    return lambda tup: concatenate(tup, 0)
+
+
+@overload(np.array)
+def _ov_array_of_list(object, dtype=None):
+    item = _list_item(object)
+    if item is None:
+        return None  # everything else is Numba's own np.array
+    stack = _stack_runner(item.ndim)
+    if _is_none(dtype):
+        return lambda object, dtype=None: stack(object, 0)
+    scalar = _dtype_arg(dtype, "np.array").type
+    return lambda object, dtype=None: stack(object, 0).astype(scalar)
+
+
+# --- ufunc.at: unbuffered in-place ufunc at indices (repeated indices accumulate) ---
+
+
+@register_jitable
+def _wrap_index(i, n):
+    j = i + n if i < 0 else i
+    if j < 0 or j >= n:
+        raise IndexError("index out of bounds in ufunc.at")
+    return j
+
+
+def _index_parts(indices: Any, fname: str) -> list[types.Type]:
+    parts = list(indices.types) if isinstance(indices, types.BaseTuple) else [indices]
+    for part in parts:
+        ok = isinstance(part, types.Integer) or (
+            isinstance(part, types.Array) and isinstance(part.dtype, types.Integer)
+        )
+        if not ok:
+            raise TypingError(f"{fname}: indices must be ints, integer arrays or a tuple of them, got {indices}")
+    return parts
+
+
+@functools.cache
+def _ufunc_at_impl(
+    ufunc: np.ufunc, index_is_array: tuple[bool, ...], is_tuple: bool, a_ndim: int, scalar_b: bool
+) -> Callable:
+    """Generated implementation of ufunc.at(a, indices, b) for one kind of call.
+
+    The index arrays are flattened and b is broadcast to ``indices.shape + a.shape[k:]``
+    (k = number of indices); then every index, repeats included, applies the ufunc in
+    place, elementwise over the remaining axes.
+    """
+    k = len(index_is_array)
+    rest = a_ndim - k
+    src = [f"indices[{i}]" if is_tuple else "indices" for i in range(k)]
+    ref = index_is_array.index(True) if any(index_is_array) else None
+    lines = ["def impl(self, a, indices, b):"]
+    for i in range(k):
+        lines.append(f"    idx{i} = np.ravel({src[i]})" if index_is_array[i] else f"    idx{i} = {src[i]}")
+    if ref is None:
+        lines.append("    count = 1")
+        target = f"a.shape[{k}:]"
+    else:
+        lines.append(f"    count = idx{ref}.size")
+        for i in range(k):
+            if index_is_array[i] and i != ref:
+                lines.append(f"    if {src[i]}.shape != {src[ref]}.shape:")
+                lines.append("        raise ValueError('ufunc.at: index arrays must have the same shape')")
+        target = f"{src[ref]}.shape + a.shape[{k}:]"
+    if not scalar_b:
+        lines.append(f"    vals = np.ascontiguousarray(np.broadcast_to(b, {target})).reshape((count,) + a.shape[{k}:])")
+    lines.append("    for p in range(count):")
+    for i in range(k):
+        elem = f"idx{i}[p]" if index_is_array[i] else f"idx{i}"
+        lines.append(f"        j{i} = _wrap_index({elem}, a.shape[{i}])")
+    indent = "        "
+    for r in range(rest):
+        lines.append(f"{indent}for q{r} in range(a.shape[{k + r}]):")
+        indent += "    "
+    where = ", ".join([f"j{i}" for i in range(k)] + [f"q{r}" for r in range(rest)])
+    value = "b" if scalar_b else f"vals[{', '.join(['p'] + [f'q{r}' for r in range(rest)])}]"
+    lines.append(f"{indent}a[{where}] = op(a[{where}], {value})")
+    source = "\n".join(lines) + "\n"
+    return _compile_source(source, "impl", {"np": np, "op": ufunc, "_wrap_index": _wrap_index})
+
+
+def _register_ufunc_at(ufunc: np.ufunc) -> None:
+    # A ufunc's Numba type is an instance (Function(<ufunc 'add'>)): methods are keyed on it.
+    typing_context = cpu_target.typing_context
+    typing_context.refresh()  # installs Numba's ufunc typing if nothing has compiled yet
+    fnty = typing_context.resolve_value_type(ufunc)
+    fname = f"np.{ufunc.__name__}.at"
+
+    @overload_method(fnty, "at")
+    def _ov_at(self, a, indices, b):
+        _require_array(a, fname, 1)
+        parts = _index_parts(indices, fname)
+        if len(parts) > a.ndim:
+            raise TypingError(f"{fname}: too many indices for a {a.ndim}-d array")
+        if isinstance(b, (types.Number, types.Boolean)):
+            scalar_b = True
+        elif isinstance(b, types.Array):
+            scalar_b = False
+        else:
+            raise TypingError(f"{fname}: b must be a number or an array, got {b}")
+        index_is_array = tuple(isinstance(part, types.Array) for part in parts)
+        return _ufunc_at_impl(ufunc, index_is_array, isinstance(indices, types.BaseTuple), a.ndim, scalar_b)
+
+
+for _ufunc in (np.add, np.subtract, np.multiply, np.maximum, np.minimum):
+    _register_ufunc_at(_ufunc)

@@ -7,10 +7,11 @@ pdb keep working.
 
 __version__ = "0.1.0"
 
-from .api import jit, source, source_path  # noqa: E402
+from .api import grad, jit, source, source_path, value_and_grad, vjp  # noqa: E402
 from .config import config  # noqa: E402
 from .errors import (  # noqa: E402
     CompileError,
+    NoDerivativeError,
     SourceUnavailableError,
     SrcTransError,
     UnresolvedNameError,
@@ -19,12 +20,16 @@ from .errors import (  # noqa: E402
 
 __all__ = [
     "CompileError",
+    "NoDerivativeError",
     "SourceUnavailableError",
     "SrcTransError",
     "UnresolvedNameError",
     "UnsupportedSyntaxError",
     "config",
+    "grad",
     "jit",
     "source",
     "source_path",
+    "value_and_grad",
+    "vjp",
 ]

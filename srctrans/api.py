@@ -15,13 +15,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .cache import file_lock, load_module, origin_map
 from .capture import unwrap
 from .config import config
 from .errors import CompileError
 from .pipeline import Generated, Transform, generate
 
-__all__ = ["jit", "source", "source_path"]
+__all__ = ["grad", "jit", "source", "source_path", "value_and_grad", "vjp"]
 
 
 def _normalize_argnums(value, name: str) -> tuple:
@@ -124,6 +126,8 @@ class Jitted:
         fastmath: bool = False,
         cache: bool = True,
         boundscheck: bool = True,
+        _transform: Transform | None = None,
+        _compile: bool = True,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"jit expects a function, got {type(fn).__name__}")
@@ -164,7 +168,11 @@ class Jitted:
         flags = tuple((k, v) for k, v in (("parallel", bool(parallel)), ("fastmath", bool(fastmath))) if v)
         if not boundscheck:  # the default checks indices, as NumPy does
             flags += (("boundscheck", False),)
-        self._transform = Transform("jit", flags)
+        self._compile = _compile
+        if _transform is None:
+            self._transform = Transform("jit", flags)
+        else:  # another transformation's file, compiled with these options when _compile
+            self._transform = Transform(_transform.name, _transform.options + (flags if _compile else ()))
         self._specs: dict[tuple, _Specialization] = {}
         self._simple: _Specialization | None = None
         self._direct = self._compute_direct()
@@ -174,6 +182,7 @@ class Jitted:
         self._init_options = dict(
             target=target, static_argnums=static_argnums, static_argnames=static_argnames,
             parallel=parallel, fastmath=fastmath, cache=cache, boundscheck=boundscheck,
+            _transform=_transform, _compile=_compile,
         )
         functools.update_wrapper(self, pyfn)
 
@@ -235,7 +244,7 @@ class Jitted:
         fast = self._fast
         if fast is not None and not kwargs and len(args) == self._fast_arity and not config.disable_jit:
             try:
-                return fast(*args)
+                return self._result(fast(*args), args)
             except Exception as err:
                 self._explain(self._simple, err)
                 raise
@@ -244,7 +253,11 @@ class Jitted:
             call_args = args
         else:
             spec, call_args = self._prepare(args, kwargs)
-        return self._run(spec, call_args)
+        return self._result(self._run(spec, call_args), call_args)
+
+    def _result(self, raw, call_args):
+        """What the caller gets from the generated function's return value (grad picks its part)."""
+        return raw
 
     @staticmethod
     def _explain(spec: _Specialization, err: Exception) -> None:
@@ -254,7 +267,7 @@ class Jitted:
 
     def _run(self, spec: _Specialization, call_args):
         try:
-            if config.disable_jit:
+            if config.disable_jit or not self._compile:
                 return spec.python(*call_args)
             compiled = spec.compiled
             if spec is self._simple and self._direct:  # later calls go straight to the dispatcher
@@ -288,7 +301,8 @@ class Jitted:
             where = str(self.source_path())
         except Exception:  # repr must never fail
             where = "not generated yet"
-        return f"<srctrans.jit {self.__qualname__} -> {where}>"
+        kind = self._transform.name if not self._compile or self._transform.name == "jit" else f"jit({self._transform.name})"
+        return f"<srctrans.{kind} {self.__qualname__} -> {where}>"
 
     def __get__(self, obj, objtype=None):
         """``@jit`` on a method: the instance's attributes are read at every call."""
@@ -319,6 +333,138 @@ class _BoundJitted:
 
     def __repr__(self) -> str:
         return repr(self._template)
+
+
+class Grad(Jitted):
+    """``grad``/``value_and_grad`` of a function: its generated adjoint file, run or compiled."""
+
+    def __init__(self, fn: Callable, *, argnums, has_aux: bool, allow_int: bool, with_value: bool, jit_options: dict | None):
+        if isinstance(fn, Jitted):
+            if jit_options is None and fn._compile:
+                jit_options = {k: v for k, v in fn._init_options.items() if not k.startswith("_")}
+            fn = fn._fn
+        if not callable(fn):
+            raise TypeError(f"grad expects a function, got {type(fn).__name__}")
+        pyfn, _, bound_args, _ = unwrap(fn)
+        visible = [p.name for p in inspect.signature(pyfn).parameters.values()][len(bound_args):]
+        self._single = isinstance(argnums, int)
+        nums = (argnums,) if self._single else tuple(argnums)
+        if not nums:
+            raise ValueError("argnums must name at least one argument")
+        wrt = []
+        for num in nums:
+            if not isinstance(num, int):
+                raise TypeError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
+            if not -len(visible) <= num < len(visible):
+                raise ValueError(
+                    f"argnums={num} is out of range for {pyfn.__qualname__}, which takes {len(visible)} arguments"
+                )
+            wrt.append(visible[num])
+        self._wrt = tuple(wrt)
+        self._has_aux = bool(has_aux)
+        self._allow_int = bool(allow_int)
+        self._with_value = with_value
+        options: tuple = ()
+        if self._wrt != tuple(visible[:1]):
+            options += (("wrt", self._wrt),)
+        if self._has_aux:
+            options += (("has_aux", True),)
+        jit_options = dict(jit_options or {})
+        super().__init__(fn, **jit_options, _transform=Transform("grad", options), _compile=bool(jit_options))
+        self._grad_args = dict(argnums=argnums, has_aux=has_aux, allow_int=allow_int, with_value=with_value)
+
+    def _prepare(self, args, kwargs, bound_args=None):
+        spec, call_args = super()._prepare(args, kwargs, bound_args)
+        self._check_inputs(spec, call_args)
+        return spec, call_args
+
+    def _check_inputs(self, spec, call_args) -> None:
+        if self._allow_int:
+            return
+        names = [m[1] for m in spec.gen.meta["params"] if m[0] == "arg"]
+        for name, value in zip(names, call_args):
+            if name not in self._wrt:
+                continue
+            kind = np.asarray(value).dtype.kind
+            if kind not in "fc":
+                raise TypeError(
+                    f"grad of {self.__qualname__} with respect to {name!r} requires a float argument, "
+                    f"got {np.asarray(value).dtype} (pass allow_int=True to get zero gradients for integers)"
+                )
+
+    def __call__(self, *args, **kwargs):
+        spec = self._simple
+        if spec is not None and not kwargs and self._direct and len(args) == len(spec.gen.meta["params"]):
+            self._check_inputs(spec, args)
+            call_args = args
+        else:
+            spec, call_args = self._prepare(args, kwargs)
+        return self._result(self._run(spec, call_args), call_args)
+
+    def _result(self, raw, call_args):
+        if self._has_aux:
+            out, aux, grads = raw
+            value = (out, aux)
+        else:
+            out, grads = raw
+            value = out
+        if not self._single and len(self._wrt) == 1:
+            grads = (grads,)
+        if self._with_value:
+            return value, grads
+        return (grads, aux) if self._has_aux else grads
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self.__call__, obj)
+
+
+def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, allow_int: bool = False) -> Grad:
+    """The gradient of a scalar-valued function, as a generated adjoint file.
+
+    Like ``jax.grad``: ``argnums`` picks the arguments (an int gives one gradient,
+    a tuple a tuple of them); ``has_aux=True`` means ``fn`` returns ``(value, aux)``
+    and the result is ``(gradient, aux)``. ``jit(grad(f))`` compiles the adjoint.
+
+    >>> import numpy as np, srctrans
+    >>> def tanh(x):
+    ...     y = np.exp(-2.0 * x)
+    ...     return (1.0 - y) / (1.0 + y)
+    >>> round(float(srctrans.grad(tanh)(1.0)), 7)   # doctest: +SKIP
+    0.4199743
+    """
+    return Grad(fn, argnums=argnums, has_aux=has_aux, allow_int=allow_int, with_value=False, jit_options=None)
+
+
+def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, allow_int: bool = False) -> Grad:
+    """Like :func:`grad`, returning ``(value, gradient)`` (``((value, aux), gradient)`` with ``has_aux``)."""
+    return Grad(fn, argnums=argnums, has_aux=has_aux, allow_int=allow_int, with_value=True, jit_options=None)
+
+
+def vjp(fn: Callable, *primals, has_aux: bool = False):
+    """``(out, vjp_fn)``: ``vjp_fn(cotangent)`` gives one cotangent per primal, like ``jax.vjp``."""
+    compiled = isinstance(fn, Jitted) and fn._compile
+    target = fn._fn if isinstance(fn, Jitted) else fn
+    pyfn, _, bound_args, _ = unwrap(target)
+    visible = [p.name for p in inspect.signature(pyfn).parameters.values()][len(bound_args):]
+    if len(primals) != len(visible):
+        raise TypeError(f"vjp: {pyfn.__qualname__} takes {len(visible)} arguments, got {len(primals)} primals")
+    options: tuple = (("wrt", tuple(visible)),) + ((("has_aux", True),) if has_aux else ())
+    runner = Jitted(target, _transform=Transform("vjp", options), _compile=compiled)
+    first = None
+
+    def vjp_fn(cotangent):
+        nonlocal first
+        spec, call_args = runner._prepare(tuple(primals), {})
+        raw = runner._run(spec, [*call_args, cotangent])
+        grads = raw[-1]
+        return grads if isinstance(grads, tuple) and len(visible) > 1 else (grads,)
+
+    spec, call_args = runner._prepare(tuple(primals), {})
+    out = (fn if not isinstance(fn, Jitted) else fn)(*primals)
+    if has_aux:
+        out, aux = out
+        return out, vjp_fn, aux
+    return out, vjp_fn
 
 
 def _normalize_argnames(value) -> tuple[str, ...]:
@@ -382,13 +528,17 @@ def jit(
         boundscheck=boundscheck,
     )
     if fn is None:
-        return lambda f: Jitted(f, **options)
+        return lambda f: jit(f, **options)
+    if isinstance(fn, Grad):  # compile the adjoint file
+        return Grad(fn._fn, **fn._grad_args, jit_options=options)
     return Jitted(fn, **options)
 
 
 def _transformed(fn) -> Jitted:
     if isinstance(fn, (Jitted, _BoundJitted)):
         return fn
+    if isinstance(fn, functools.partial) and isinstance(fn.func, functools.partial):
+        fn = fn.func
     if isinstance(fn, functools.partial) and isinstance(fn.func, Jitted):
         return fn.func
     raise TypeError(f"expected a function made by a srctrans transformation, got {fn!r}")

@@ -87,6 +87,8 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         return unit
 
     entry = add(entry_pf, cap.name)
+    if transform.name in ("grad", "vjp"):
+        entry.emit_name = f"{cap.name}_{transform.name}"
     np_name = _numpy_name(namespace)
 
     params_meta: list[list[str]] = []
@@ -94,16 +96,26 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         node = with_origins(unit.pf)
         modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
         node = desugar(node, np_name, modules)
-        if transform.name == "anf":
+        if transform.name in ("anf", "grad", "vjp"):
             node = anf(node, frozenset(namespace))
         node = clean_signature(node, unit.emit_name)
         if unit is entry:
             node, params_meta = _entry_signature(unit, node, static)
+            if transform.name in ("grad", "vjp"):
+                node = _differentiate(unit, node, transform, np_name, params_meta)
+                if transform.name == "vjp":
+                    params_meta = params_meta + [["cotangent"]]
         unit.node = node
+    if transform.name in ("grad", "vjp"):
+        units[:] = [entry]  # reverse mode refuses calls to user functions for now: no callees to emit
 
     imports, literals, bound_notes, bound_meta, bound = [], [], [], {}, {}
     if any(_uses(u.node, np_name) for u in units) and np_name not in namespace:
         imports.append("import numpy" if np_name == "numpy" else f"import numpy as {np_name}")
+    if any(_uses(u.node, "rt") for u in units) and "rt" not in namespace:
+        imports.append("import srctrans.runtime as rt")
+    if any(_uses(u.node, "math") for u in units) and "math" not in namespace:
+        imports.append("import math")
     seen: set[str] = set()
     for unit in units:
         for name, b in unit.bindings.items():
@@ -142,6 +154,51 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         dependency_hash=dep_hash,
     )
     return render(spec), meta, bound
+
+
+def _differentiate(unit: _Unit, node: cst.FunctionDef, transform, np_name: str, params_meta) -> cst.FunctionDef:
+    """Reverse mode on the entry function (already in A-normal form)."""
+    from .ad.reverse import _LOCAL, NoRuleError, NotDifferentiable, reverse
+    from .errors import NoDerivativeError
+
+    options = dict(transform.options)
+    params = [m[1] for m in params_meta if m[0] == "arg"] + [
+        p.name.value for p in node.params.params if p.name.value not in {m[1] for m in params_meta if m[0] == "arg"}
+    ]
+    wrt = tuple(options.get("wrt") or params[:1])
+    local = scan(node).all - frozenset(unit.bindings)
+
+    def resolve(expr: cst.BaseExpression):
+        if isinstance(expr, cst.Name):
+            if expr.value in local:
+                return _LOCAL
+            b = unit.bindings.get(expr.value)
+            return b.value if b is not None else None
+        if isinstance(expr, cst.Attribute):
+            base = resolve(expr.value)
+            if base is _LOCAL or base is None:
+                return base
+            return getattr(base, expr.attr.value, None)
+        return None
+
+    pf = unit.pf
+    try:
+        return reverse(
+            node, resolve, wrt, "grad" if transform.name == "grad" else "vjp", bool(options.get("has_aux")), unit.emit_name, np_name
+        )
+    except NoRuleError as err:
+        raise _at_line(pf, NoDerivativeError, err.line, f"no derivative rule for {err.what}",
+                       "srctrans.custom_vjp will let you give one; until then, compute this outside the differentiated function") from None
+    except NotDifferentiable as err:
+        raise _at_line(pf, UnsupportedSyntaxError, err.line, err.what, err.hint or None) from None
+
+
+def _at_line(pf: ParsedFunction, cls, line: int | None, message: str, hint: str | None):
+    if line is None:
+        return cls(message, filename=pf.captured.filename, hint=hint)
+    text = pf.captured.file_text.splitlines()[line - 1] if line <= len(pf.captured.file_text.splitlines()) else ""
+    col = len(text) - len(text.lstrip())
+    return cls(message, filename=pf.captured.filename, line=line, col=col, source_line=text, hint=hint)
 
 
 def _static_text(static: dict[str, Any]) -> str:

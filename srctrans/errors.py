@@ -85,5 +85,9 @@ class UnresolvedNameError(SrcTransError):
     """A name the function reads is neither local, global, a closure value nor a builtin."""
 
 
+class NoDerivativeError(SrcTransError):
+    """An operation whose value is differentiated has no derivative rule."""
+
+
 class CompileError(SrcTransError):
     """The compiler (Numba) refused the generated code; located at the user's line."""

@@ -40,8 +40,13 @@ class Transform:
     @property
     def file_tag(self) -> str:
         """Part of the file name: ``jit``, ``jit_parallel_fastmath``, ``jit_noboundscheck``."""
-        flags = [k if v else "no" + k for k, v in self.options if isinstance(v, bool)]
-        return "_".join([self.name, *flags])
+        parts = [self.name]
+        for k, v in self.options:
+            if isinstance(v, bool):
+                parts.append(k if v else "no" + k)
+            elif isinstance(v, tuple):
+                parts.append(k + "_" + "_".join(str(x) for x in v))
+        return "_".join(parts)
 
 
 @dataclass

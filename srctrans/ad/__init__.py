@@ -1,0 +1,1 @@
+"""Automatic differentiation by source transformation: reverse mode (and, later, forward mode)."""

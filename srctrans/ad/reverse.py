@@ -1,0 +1,674 @@
+"""Reverse mode: from a function in A-normal form to its adjoint, as readable source.
+
+The generated function runs the *forward sweep* (the original statements, plus
+the saves the backward sweep needs) and then the *backward sweep*: the
+statements in reverse order, each adding its operands' adjoints (``x_bar``),
+using the rules in :mod:`srctrans.rules.derivatives`. This module names no
+operation: every derivative comes from the table.
+
+Saving values. A value the backward sweep reads (an operand of a rule, a
+branch condition, a loop's trip count) is read directly when it is never
+overwritten (assigned once, outside loops); otherwise it is copied right where
+it is used (``y_1 = y``) or, inside loops, pushed on a tape (``y_tape.append(y)``)
+and popped on the way back. Loops replay their trip count backwards; branches
+replay the branch taken.
+
+Adjoints. ``v_bar`` is written by its first contribution when ``v`` is assigned
+once and used only in its own block; otherwise it starts as zeros at the start
+of the backward sweep of the block that defines ``v``, and each reassignment of
+``v`` restarts it, since the older value is a different variable.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from ..analysis.activity import Activity, Block, analyze, names_in, targets_of
+from ..analysis.names import NameGen, scan
+from ..cache import ORIGIN_RE
+from ..rules.derivatives import DERIVATIVES, OPERATORS, Rule
+
+_CODE = cst.Module(body=[])
+
+
+def code(node: cst.CSTNode) -> str:
+    return _CODE.code_for_node(node)
+
+
+# --- rule lookup by identity ----------------------------------------------------------
+
+_BY_ID: dict[int, str] | None = None
+
+
+def _rule_keys_by_id() -> dict[int, str]:
+    global _BY_ID
+    if _BY_ID is None:
+        found: dict[int, str] = {}
+        for key in DERIVATIVES:
+            head, _, rest = key.partition(".")
+            if head not in ("numpy", "math", "builtins"):
+                continue
+            obj: Any = {"numpy": None, "math": math, "builtins": builtins}[head] or importlib.import_module("numpy")
+            try:
+                for part in rest.split("."):
+                    obj = getattr(obj, part)
+            except AttributeError:
+                continue
+            found.setdefault(id(obj), key)
+        _BY_ID = found
+    return _BY_ID
+
+
+class NoRuleError(Exception):
+    """An active operation without a derivative rule (turned into a located error by the caller)."""
+
+    def __init__(self, what: str, line: int | None) -> None:
+        super().__init__(what)
+        self.what = what
+        self.line = line
+
+
+class NotDifferentiable(Exception):
+    """A construct reverse mode does not handle yet (turned into a located error by the caller)."""
+
+    def __init__(self, what: str, line: int | None, hint: str = "") -> None:
+        super().__init__(what)
+        self.what = what
+        self.line = line
+        self.hint = hint
+
+
+@dataclass
+class Op:
+    """One differentiable operation: its rule and its arguments' source text by parameter."""
+
+    key: str
+    rule: Rule | None  # None: a plain copy ``v = a``
+    args: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+
+
+# --- the transformation ---------------------------------------------------------------
+
+
+class Reverse:
+    """Builds the adjoint of one ANF function."""
+
+    def __init__(
+        self,
+        node: cst.FunctionDef,
+        resolve: Callable[[cst.BaseExpression], Any],
+        wrt: tuple[str, ...],
+        seed: str,
+        has_aux: bool,
+        name: str,
+        np_name: str = "np",
+    ) -> None:
+        self.np_name = np_name
+        self.node = node
+        self.resolve = resolve
+        self.wrt = wrt
+        self.seed = seed  # "grad" (seed 1.0, scalar output) or "vjp" (seed is a parameter)
+        self.has_aux = has_aux
+        self.name = name
+        self.params = scan(node).params
+        self.gen = NameGen(scan(node).all | {"np", "rt", "math"})
+        self.body = list(node.body.body)
+        self.ops: dict[int, Op] = {}
+        self.line = None
+        self.act: Activity = analyze(self.body, self.params, set(wrt), self._is_nondiff)
+        self.top = self.act.blocks[0]
+        self.saves: dict[tuple[int, str], tuple[str, str]] = {}  # (stmt id, name) -> (kind, saved name)
+        self.tapes: list[str] = []
+        self.counters: dict[int, tuple[str, str]] = {}  # id(loop) -> (counter, saved name)
+        self.bar_names: dict[str, str] = {}
+        self.started: set[str] = set()  # adjoints written so far (for first-assignment)
+        self.lines: list[str] = []
+
+    # --- classifying statements ---------------------------------------------------------
+
+    def _is_nondiff(self, small: cst.Assign) -> bool:
+        try:
+            op = self.op_of(small.value)
+        except (NoRuleError, NotDifferentiable):
+            return False  # decided later, with a located error if it turns out active
+        return op is not None and op.rule is not None and op.rule.kind == "nondiff"
+
+    def op_of(self, value: cst.BaseExpression) -> Op | None:
+        """The rule and arguments of an ANF right-hand side; None for constants."""
+        if isinstance(value, cst.Name):
+            return Op("copy", None, {"x": value})
+        if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString)) or (
+            isinstance(value, cst.UnaryOperation) and isinstance(value.expression, (cst.Integer, cst.Float))
+        ):
+            return None
+        if isinstance(value, cst.BinaryOperation):
+            key = OPERATORS.get(type(value.operator).__name__)
+            return self._op(key, [value.left, value.right], {}, type(value.operator).__name__)
+        if isinstance(value, cst.UnaryOperation):
+            if isinstance(value.operator, cst.Not):
+                return Op("not", DERIVATIVES["numpy.sign"], {})
+            key = OPERATORS.get(type(value.operator).__name__)
+            return self._op(key, [value.expression], {}, type(value.operator).__name__)
+        if isinstance(value, (cst.Comparison, cst.BooleanOperation)):
+            return Op("compare", DERIVATIVES["numpy.sign"], {})
+        if isinstance(value, cst.Attribute):
+            return self._op(f"ndarray.{value.attr.value}", [value.value], {}, f".{value.attr.value}")
+        if isinstance(value, cst.Subscript):
+            return self._op("getitem", [value.value, _index_expr(value.slice)], {}, "indexing")
+        if isinstance(value, cst.Call):
+            return self._call(value)
+        raise NotDifferentiable(f"cannot differentiate {code(value)!r}", self.line)
+
+    def _call(self, call: cst.Call) -> Op:
+        func = call.func
+        positional = [a.value for a in call.args if a.keyword is None]
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and self.resolve(func.value) is _LOCAL:
+            key = f"ndarray.{func.attr.value}"
+            return self._op(key, [func.value, *positional], keywords, f".{func.attr.value}()")
+        obj = self.resolve(func)
+        if obj is _LOCAL or obj is None:
+            raise NotDifferentiable(
+                f"cannot differentiate a call of {code(func)}, a value computed inside the function", self.line
+            )
+        key = _rule_keys_by_id().get(id(obj))
+        if key is None:
+            from ..analysis.resolve import is_user_function
+
+            label = _label(obj, code(func))
+            if is_user_function(obj):
+                raise NotDifferentiable(
+                    f"calls to your own functions ({label}) are not differentiated yet",
+                    self.line,
+                    "inline the function into the one you differentiate for now",
+                )
+            raise NoRuleError(label, self.line)
+        return self._op(key, positional, keywords, key)
+
+    def _op(self, key: str | None, positional, keywords, label: str) -> Op:
+        if key is None or key not in DERIVATIVES:
+            raise NoRuleError(key or label, self.line)
+        rule = DERIVATIVES[key]
+        if rule.kind == "nondiff":
+            return Op(key, rule, {})
+        args: dict[str, cst.BaseExpression] = {}
+        texts: dict[str, str] = {}
+        for param, value in zip(rule.params, positional):
+            args[param.name] = value
+        if len(positional) > len(rule.params):
+            raise NotDifferentiable(f"{key} called with more arguments than its rule knows", self.line)
+        for kw, value in keywords.items():
+            if kw not in {p.name for p in rule.params}:
+                raise NotDifferentiable(f"{key} called with keyword {kw!r}, which its rule does not know", self.line)
+            args[kw] = value
+        for param in rule.params:
+            if param.name in args:
+                texts[param.name] = code(args[param.name])
+            elif param.default is not None:
+                texts[param.name] = param.default
+            else:
+                raise NotDifferentiable(f"{key} is missing its argument {param.name!r}", self.line)
+        return Op(key, rule, args, texts)
+
+    # --- which values must be saved --------------------------------------------------------
+
+    def stable(self, name: str) -> bool:
+        if name not in self.params and name not in self.act.defs:
+            return True  # a global, builtin or closure value: never reassigned here
+        return self.act.assigned_once_outside_loops(name, self.params)
+
+    def need(self, stmt_id: int, name: str, block: Block) -> None:
+        """The backward sweep reads ``name`` as it was at statement ``stmt_id``."""
+        plain = name.lstrip("@")  # "@y": the value of y just after the statement
+        if (stmt_id, name) in self.saves or self.stable(plain):
+            return
+        if block.in_loop:
+            tape = self.gen.fresh(f"{plain}_tape", numbered=False)
+            self.tapes.append(tape)
+            self.saves[(stmt_id, name)] = ("tape", tape)
+        else:
+            self.saves[(stmt_id, name)] = ("snap", self.gen.fresh(plain, numbered=False))
+
+    def plan(self, stmts: list, block: Block) -> None:
+        for stmt in stmts:
+            self._set_line(stmt)
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    self.plan_small(small, block, id(small))
+            elif isinstance(stmt, cst.If):
+                child = self.act.block_of[id(stmt.body.body)]
+                self.plan(stmt.body.body, child)
+                if stmt.orelse is not None:
+                    self.plan(stmt.orelse.body.body, self.act.block_of[id(stmt.orelse.body.body)])
+                if isinstance(stmt.test, cst.Name):
+                    self.need(id(stmt), stmt.test.value, block)
+            elif isinstance(stmt, (cst.For, cst.While)):
+                if stmt.orelse is not None:
+                    raise NotDifferentiable("loops with an else clause are not differentiated yet", self.line)
+                counter = self.gen.fresh("trips", numbered=False)
+                saved = counter
+                if block.in_loop:
+                    saved = self.gen.fresh(f"{counter}_tape", numbered=False)
+                    self.tapes.append(saved)
+                self.counters[id(stmt)] = (counter, saved)
+                child = self.act.block_of[id(stmt.body.body)]
+                self.plan(stmt.body.body, child)
+
+    def plan_small(self, small, block: Block, sid: int) -> None:
+        if isinstance(small, (cst.Break, cst.Continue)):
+            raise NotDifferentiable(
+                f"{type(small).__name__.lower()} inside a differentiated loop is not supported yet",
+                self.line,
+                "use a while loop whose condition says when to stop",
+            )
+        if isinstance(small, cst.Return):
+            return
+        if isinstance(small, cst.AugAssign):
+            if not isinstance(small.target, cst.Name):
+                raise NotDifferentiable("in-place writes into arrays are not differentiated yet", self.line)
+            small = _aug_to_assign(small)
+        if not isinstance(small, cst.Assign):
+            return
+        target = small.targets[0].target
+        names = targets_of(target)
+        if not any(n in self.act.active for n in names):
+            return
+        if not isinstance(target, cst.Name):
+            raise NotDifferentiable("unpacking a differentiated value into several names is not supported yet", self.line)
+        op = self.op_of(small.value)
+        if op is None or (op.rule is not None and op.rule.kind == "nondiff"):
+            return
+        self.ops[sid] = op
+        if op.rule is None:
+            return
+        # the values the templates of the active operands read
+        read: set[str] = set()
+        for param, template in op.rule.templates.items():
+            expr = op.args.get(param)
+            if isinstance(expr, cst.Name) and expr.value in self.act.active:
+                read |= {p.name for p in op.rule.params if "{" + p.name + "}" in template}
+                if "{ans}" in template:
+                    self.need(sid, "@" + target.value, block)
+                if op.rule.kind == "elementwise" and len(op.args) > 1:
+                    read.add(param)  # unbroadcast reads the operand's shape
+        for param in read:
+            expr = op.args.get(param)
+            if expr is not None:
+                for n in names_in(expr):
+                    self.need(sid, n, block)
+
+    # --- emission -------------------------------------------------------------------------
+
+    def emit(self, text: str, depth: int) -> None:
+        self.lines.append("    " * depth + text)
+
+    def _set_line(self, stmt) -> None:
+        for line in getattr(stmt, "leading_lines", ()):
+            if line.comment is not None:
+                m = ORIGIN_RE.match(line.comment.value)
+                if m:
+                    self.line = int(m["line"])
+
+    def comments(self, stmt, depth: int) -> None:
+        for line in getattr(stmt, "leading_lines", ()):
+            if line.comment is not None:
+                self.emit(line.comment.value, depth)
+
+    def forward(self, stmts: list, depth: int) -> None:
+        for stmt in stmts:
+            self.comments(stmt, depth)
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Return):
+                        continue
+                    sid = id(small)
+                    self._saves(sid, depth, after=False)
+                    if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
+                        small = _aug_to_assign(small)  # a new value, never an update in place
+                    self.emit(code(cst.SimpleStatementLine([small])).strip(), depth)
+                    self._saves(sid, depth, after=True)
+            elif isinstance(stmt, cst.If):
+                self._saves(id(stmt), depth, after=False)
+                self.emit(f"if {code(stmt.test)}:", depth)
+                self.forward(stmt.body.body, depth + 1)
+                if stmt.orelse is not None:
+                    self.emit("else:", depth)
+                    self.forward(stmt.orelse.body.body, depth + 1)
+            elif isinstance(stmt, (cst.For, cst.While)):
+                counter, saved = self.counters[id(stmt)]
+                self.emit(f"{counter} = 0", depth)
+                if isinstance(stmt, cst.For):
+                    self.emit(f"for {code(stmt.target)} in {code(stmt.iter)}:", depth)
+                else:
+                    self.emit(f"while {code(stmt.test)}:", depth)
+                self.emit(f"{counter} += 1", depth + 1)
+                self.forward(stmt.body.body, depth + 1)
+                if saved != counter:
+                    self.emit(f"{saved}.append({counter})", depth)
+
+    def _saves(self, sid: int, depth: int, after: bool) -> None:
+        for (s, name), (kind, saved) in self.saves.items():
+            if s != sid or name.startswith("@") != after:
+                continue
+            value = name.lstrip("@")
+            if kind == "snap":
+                self.emit(f"{saved} = {value}", depth)
+            else:
+                self.emit(f"{saved}.append({value})", depth)
+
+    # --- backward ---------------------------------------------------------------------------
+
+    def bar(self, name: str) -> str:
+        if name not in self.bar_names:
+            self.bar_names[name] = self.gen.fresh(f"{name}_bar", numbered=False)
+        return self.bar_names[name]
+
+    def simple(self, name: str, block: Block) -> bool:
+        """``name_bar`` may be written by its first contribution (no zeros needed)."""
+        defs = self.act.defs.get(name, [])
+        uses = self.act.uses.get(name, [])
+        if name in self.params:
+            return not defs and all(u is block for u in uses) and block is self.top
+        return len(defs) == 1 and defs[0] is block and all(u is block for u in uses)
+
+    def contribute(self, name: str, expr: str, depth: int, block: Block) -> None:
+        if name not in self.act.active:
+            return
+        bar = self.bar(name)
+        if name in self.started:
+            self.emit(f"{bar} = {bar} + {expr}", depth)
+        else:
+            self.emit(f"{bar} = {expr}", depth)
+            self.started.add(name)
+
+    def zero_inits(self, block: Block, depth: int) -> None:
+        names = sorted(n for n in self.act.active if self.act.def_block(n, self.top) is block and not self.simple(n, block))
+        for n in names:
+            if n in self.params and n not in self.wrt:
+                continue
+            self.emit(f"{self.bar(n)} = rt.zeros_like({n})", depth)
+            self.started.add(n)
+
+    def backward(self, stmts: list, block: Block, depth: int) -> None:
+        self.zero_inits(block, depth)
+        for group in reversed(_groups(stmts)):
+            start = len(self.lines)
+            for stmt in reversed(group):
+                self._backward_stmt(stmt, block, depth)
+            if len(self.lines) > start:
+                for line in reversed(getattr(group[0], "leading_lines", ())):
+                    if line.comment is not None:
+                        self.lines.insert(start, "    " * depth + line.comment.value)
+
+    def _backward_stmt(self, stmt, block: Block, depth: int) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in reversed(stmt.body):
+                self._backward_small(small, block, depth)
+        elif isinstance(stmt, cst.If):
+            test = stmt.test.value if isinstance(stmt.test, cst.Name) else None
+            start = len(self.lines)
+            body_block = self.act.block_of[id(stmt.body.body)]
+            self.backward(stmt.body.body, body_block, depth + 1)
+            has_body = len(self.lines) > start
+            body_lines = self.lines[start:]
+            del self.lines[start:]
+            else_lines: list[str] = []
+            if stmt.orelse is not None:
+                self.backward(stmt.orelse.body.body, self.act.block_of[id(stmt.orelse.body.body)], depth + 1)
+                else_lines = self.lines[start:]
+                del self.lines[start:]
+            if not has_body and not else_lines:
+                return
+            cond = self._read(id(stmt), test, depth) if test else code(stmt.test)
+            if has_body:
+                self.emit(f"if {cond}:", depth)
+                self.lines.extend(body_lines)
+                if else_lines:
+                    self.emit("else:", depth)
+                    self.lines.extend(else_lines)
+            else:
+                self.emit(f"if not {cond}:", depth)
+                self.lines.extend(else_lines)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            counter, saved = self.counters[id(stmt)]
+            start = len(self.lines)
+            self.backward(stmt.body.body, self.act.block_of[id(stmt.body.body)], depth + 1)
+            body_lines = self.lines[start:]
+            del self.lines[start:]
+            if not body_lines:
+                return
+            trips = f"{saved}.pop()" if saved != counter else counter
+            self.emit(f"for _ in range({trips}):", depth)
+            self.lines.extend(body_lines)
+
+    def _read(self, sid: int, name: str, depth: int) -> str:
+        """The saved value of ``name`` at statement ``sid``, popping it from its tape if need be."""
+        kind = self.saves.get((sid, name))
+        if kind is None:
+            return name.lstrip("@")
+        if kind[0] == "snap":
+            return kind[1]
+        local = self.gen.fresh(name.lstrip("@"), numbered=False)
+        self.emit(f"{local} = {kind[1]}.pop()", depth)
+        return local
+
+    def _backward_small(self, small, block: Block, depth: int) -> None:
+        if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
+            small_id = id(small)
+            small = _aug_to_assign(small)
+        else:
+            small_id = id(small)
+        if isinstance(small, cst.Return):
+            self._seed(small, block, depth)
+            return
+        op = self.ops.get(small_id)
+        if op is None or not isinstance(small, cst.Assign):
+            return
+        if not any(isinstance(e, cst.Name) and e.value in self.act.active for e in op.args.values()):
+            return  # e.g. ``y = y0`` with y0 not differentiated: nothing flows back
+        target = small.targets[0].target.value
+        if target not in self.started:
+            # nothing downstream needs this value's adjoint; but its saved values must still be popped
+            for (s, name), (kind, _) in self.saves.items():
+                if s == small_id and kind == "tape":
+                    self._read(small_id, name, depth)
+            return
+        g = self.bar(target)
+        values = {}
+        for (s, name), _ in list(self.saves.items()):
+            if s == small_id:
+                values[name] = self._read(small_id, name, depth)
+        if len(self.act.defs.get(target, [])) > 1 or target in self.params:
+            # the older value of ``target`` is another variable: its adjoint starts afresh
+            held = self.gen.fresh(f"{target}_bar", numbered=False)
+            self.emit(f"{held} = {g}", depth)
+            self.emit(f"{g} = rt.zeros_like({g})", depth)
+            g = held
+        self._apply(op, g, target, values, depth, block)
+
+    def _apply(self, op: Op, g: str, target: str, values: dict[str, str], depth: int, block: Block) -> None:
+        def text_of(param: str) -> str:
+            expr = op.args.get(param)
+            if isinstance(expr, cst.Name):
+                return values.get(expr.value, expr.value)
+            return op.texts.get(param, "None")
+
+        if op.rule is None:  # copy
+            self.contribute(op.args["x"].value, g, depth, block)
+            return
+        fill = {p.name: text_of(p.name) for p in op.rule.params}
+        fill["ans"] = values.get("@" + target, target)
+        fill["g"] = g
+        binary = op.rule.kind == "elementwise" and len(op.args) > 1
+        # a constant operand broadcasts nothing: the other operand's adjoint has its shape
+        if binary and any(not isinstance(e, cst.Name) for e in op.args.values()):
+            binary = False
+        for param, template in op.rule.templates.items():
+            expr = op.args.get(param)
+            if not isinstance(expr, cst.Name) or expr.value not in self.act.active:
+                continue
+            partial = _format(template, fill)
+            if self.np_name != "np":
+                partial = partial.replace("np.", self.np_name + ".")
+            if op.rule.kind == "elementwise":
+                contribution = _times(g, partial)
+                if binary:
+                    contribution = f"rt.unbroadcast({contribution}, {fill[param]})"
+            else:
+                contribution = partial
+            self.contribute(expr.value, contribution, depth, block)
+
+    def _seed(self, ret: cst.Return, block: Block, depth: int) -> None:
+        value = ret.value
+        if self.has_aux:
+            if not isinstance(value, cst.Tuple) or len(value.elements) != 2:
+                raise NotDifferentiable("with has_aux=True the function must return a pair (output, aux)", self.line)
+            value = value.elements[0].value
+        self.out_name = code(value) if value is not None else "None"
+        if isinstance(value, cst.Name) and value.value in self.act.active:
+            seed = f"rt.grad_seed({value.value})" if self.seed == "grad" else self.seed_param
+            self.contribute(value.value, seed, depth, block)
+
+    # --- the whole function ------------------------------------------------------------------
+
+    def run(self) -> cst.FunctionDef:
+        last = self.body[-1] if self.body else None
+        ret = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return) else None
+        if ret is None:
+            raise NotDifferentiable("the function must end with a return statement", self.line)
+        _check_single_return(self.body[:-1], self)
+        self.plan(self.body, self.top)
+        self.seed_param = self.gen.fresh("out_bar", numbered=False) if self.seed == "vjp" else ""
+        if self.tapes:
+            for tape in self.tapes:
+                self.emit(f"{tape} = []", 1)
+        self.forward(self.body, 1)
+        forward_lines = list(self.lines)
+        self.lines = []
+        self.backward(self.body, self.top, 1)
+        backward_lines = self.lines
+        results = []
+        for p in self.wrt:
+            if p in self.started:
+                results.append(self.bar(p))
+            else:
+                backward_lines.append(f"    {self.bar(p)} = rt.zeros_like({p})")
+                results.append(self.bar(p))
+        grads = results[0] if len(results) == 1 else "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
+        ret_value = ret.value
+        out = code(ret_value.elements[0].value) if self.has_aux else code(ret_value)
+        aux = code(ret_value.elements[1].value) if self.has_aux else None
+        params = [*self.params, *([self.seed_param] if self.seed == "vjp" else [])]
+        lines = [f"def {self.name}({', '.join(params)}):", *forward_lines, "    # --- backward ---", *backward_lines]
+        lines.append(f"    return {out}, {aux}, {grads}" if aux is not None else f"    return {out}, {grads}")
+        text = "\n".join(lines) + "\n"
+        try:
+            return cst.parse_statement(text)
+        except cst.ParserSyntaxError as err:  # pragma: no cover - a bug here, shown with the text
+            raise RuntimeError(f"reverse mode produced invalid code:\n{text}") from err
+
+
+# --- small helpers ---------------------------------------------------------------------------
+
+_LOCAL = object()  # what ``resolve`` returns for names bound inside the function
+
+
+def _label(obj: Any, fallback: str) -> str:
+    module = getattr(obj, "__module__", None)
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if name and module:
+        return f"{module}.{name}"
+    if name:
+        return f"numpy.{name}" if type(obj).__name__ == "ufunc" else name
+    return fallback
+
+
+def _format(template: str, fill: dict[str, str]) -> str:
+    out = template
+    for key, value in fill.items():
+        out = out.replace("{" + key + "}", _paren(value) if key != "g" else value)
+    return out
+
+
+def _paren(text: str) -> str:
+    """``text`` as an operand: parenthesized unless it is a name, a number or a call."""
+    try:
+        node = cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        return f"({text})"
+    if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.Call, cst.Attribute, cst.Subscript)) or node.lpar:
+        return text
+    return f"({text})"
+
+
+def _times(g: str, partial: str) -> str:
+    if partial == "1.0":
+        return g
+    if partial == "-1.0":
+        return f"-{g}"
+    if partial.startswith("1.0 / "):
+        return f"{g} / {_paren(partial[6:])}"
+    return f"{g} * {_paren(partial)}"
+
+
+def _index_expr(elements) -> cst.BaseExpression:
+    """The index of ``x[...]`` as a value: ``(slice(1, n), 0)``."""
+    parts = []
+    for el in elements:
+        s = el.slice
+        if isinstance(s, cst.Index):
+            parts.append(code(s.value))
+        else:
+            bounds = [code(getattr(s, k)) if getattr(s, k) is not None else "None" for k in ("lower", "upper", "step")]
+            parts.append(f"slice({', '.join(bounds)})")
+    text = parts[0] if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+    return cst.parse_expression(text)
+
+
+def _aug_to_assign(small: cst.AugAssign) -> cst.Assign:
+    op_name = type(small.operator).__name__.replace("Assign", "")
+    binop = getattr(cst, op_name)()
+    return cst.Assign([cst.AssignTarget(small.target)], cst.BinaryOperation(small.target, binop, small.value))
+
+
+def _groups(stmts: list) -> list[list]:
+    """Consecutive statements made from one original line (each group starts at an origin comment)."""
+    groups: list[list] = []
+    for stmt in stmts:
+        has_origin = any(
+            line.comment is not None and ORIGIN_RE.match(line.comment.value) for line in getattr(stmt, "leading_lines", ())
+        )
+        if has_origin or not groups:
+            groups.append([stmt])
+        else:
+            groups[-1].append(stmt)
+    return groups
+
+
+def _check_single_return(stmts: list, rev: Reverse) -> None:
+    for stmt in stmts:
+        rev._set_line(stmt)
+        if isinstance(stmt, cst.SimpleStatementLine):
+            if any(isinstance(s, cst.Return) for s in stmt.body):
+                raise NotDifferentiable(
+                    "an early return is not differentiated yet", rev.line, "return once, at the end of the function"
+                )
+        elif isinstance(stmt, cst.If):
+            _check_single_return(stmt.body.body, rev)
+            if stmt.orelse is not None:
+                _check_single_return(stmt.orelse.body.body, rev)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            _check_single_return(stmt.body.body, rev)
+
+
+def reverse(node, resolve, wrt, seed, has_aux, name, np_name="np") -> cst.FunctionDef:
+    """The adjoint of ``node`` (ANF) with respect to the parameters ``wrt``."""
+    return Reverse(node, resolve, wrt, seed, has_aux, name, np_name).run()

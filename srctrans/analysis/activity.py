@@ -1,0 +1,158 @@
+"""Activity and structure of a function in A-normal form, for reverse mode.
+
+:func:`analyze` returns, for the function body:
+
+- ``blocks``: every statement list (the body, branch bodies, loop bodies), each
+  with its parent and whether it lies inside a loop;
+- ``defs``: for each name, the blocks where it is assigned (loop targets too);
+- ``uses``: for each name, the blocks where it is read;
+- ``active``: the names whose values depend on the differentiated inputs
+  (a fixpoint over assignments, so loop-carried values are found).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+
+@dataclass
+class Block:
+    stmts: list
+    parent: Block | None
+    in_loop: bool
+    ident: int = 0
+
+    def ancestors(self) -> list[Block]:
+        out, b = [], self
+        while b is not None:
+            out.append(b)
+            b = b.parent
+        return out
+
+
+@dataclass
+class Activity:
+    blocks: list[Block]
+    defs: dict[str, list[Block]] = field(default_factory=dict)
+    uses: dict[str, list[Block]] = field(default_factory=dict)
+    active: set[str] = field(default_factory=set)
+    block_of: dict[int, Block] = field(default_factory=dict)  # id(statement list) -> block
+
+    def def_block(self, name: str, top: Block) -> Block:
+        """The innermost block enclosing every assignment of ``name`` (the body for parameters)."""
+        blocks = self.defs.get(name) or [top]
+        common = blocks[0].ancestors()
+        for b in blocks[1:]:
+            anc = {id(a) for a in b.ancestors()}
+            common = [a for a in common if id(a) in anc]
+        return common[0] if common else top
+
+    def assigned_once_outside_loops(self, name: str, params: tuple[str, ...]) -> bool:
+        blocks = self.defs.get(name, [])
+        if name in params:
+            return not blocks
+        return len(blocks) == 1 and not blocks[0].in_loop
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    """Names read by an expression (attribute names and keywords excluded)."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)
+            return False
+
+    node.visit(V())
+    return found
+
+
+def targets_of(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in targets_of(el.value)]
+    return []
+
+
+def analyze(body: list, params: tuple[str, ...], active_params: set[str], is_nondiff) -> Activity:
+    """``is_nondiff(stmt)`` says whether an assignment's value carries no derivative."""
+    top = Block(body, None, False)
+    act = Activity([top])
+    assigns: list[tuple[list[str], set[str], bool]] = []
+
+    def walk(stmts: list, block: Block) -> None:
+        act.block_of[id(stmts)] = block
+        for stmt in stmts:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    visit_small(small, block)
+            elif isinstance(stmt, cst.If):
+                _use(names_in(stmt.test), block)
+                child = _child(stmt.body.body, block, block.in_loop)
+                walk(stmt.body.body, child)
+                if stmt.orelse is not None:
+                    orelse = stmt.orelse.body.body
+                    walk(orelse, _child(orelse, block, block.in_loop))
+            elif isinstance(stmt, cst.For):
+                _use(names_in(stmt.iter), block)
+                child = _child(stmt.body.body, block, True)
+                for n in targets_of(stmt.target):
+                    act.defs.setdefault(n, []).append(child)
+                walk(stmt.body.body, child)
+            elif isinstance(stmt, cst.While):
+                _use(names_in(stmt.test), block)
+                child = _child(stmt.body.body, block, True)
+                walk(stmt.body.body, child)
+
+    def _child(stmts, parent, in_loop) -> Block:
+        b = Block(stmts, parent, in_loop, len(act.blocks))
+        act.blocks.append(b)
+        return b
+
+    def _use(names: set[str], block: Block) -> None:
+        for n in names:
+            act.uses.setdefault(n, []).append(block)
+
+    def visit_small(small, block: Block) -> None:
+        if isinstance(small, cst.Assign):
+            target = small.targets[0].target
+            reads = names_in(small.value)
+            _use(reads, block)
+            names = targets_of(target)
+            for n in names:
+                act.defs.setdefault(n, []).append(block)
+            assigns.append((names, reads, is_nondiff(small)))
+        elif isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
+            reads = names_in(small.value) | {small.target.value}
+            _use(reads, block)
+            act.defs.setdefault(small.target.value, []).append(block)
+            assigns.append(([small.target.value], reads, False))
+        elif isinstance(small, (cst.Return, cst.Expr, cst.Assert)):
+            value = getattr(small, "value", None) or getattr(small, "test", None)
+            if value is not None:
+                _use(names_in(value), block)
+
+    walk(body, top)
+    active = set(active_params)
+    changed = True
+    while changed:
+        changed = False
+        for names, reads, nondiff in assigns:
+            if nondiff or not (reads & active):
+                continue
+            for n in names:
+                if n not in active:
+                    active.add(n)
+                    changed = True
+    act.active = active
+    return act

@@ -1,0 +1,219 @@
+"""Derivative rules: one line per operation, read by reverse mode (and forward mode).
+
+Templates are Python expressions over the operation's parameters in braces
+(``{x}``, ``{y}``, ``{axis}``), the result ``{ans}`` and, in vector-Jacobian
+templates, the incoming adjoint ``{g}``. Runtime helpers (``unbroadcast``,
+``sum_grad`` ...) come from :mod:`srctrans.runtime`, imported as ``rt``.
+
+Constructors:
+
+``elementwise(*partials)``
+    Elementwise functions: one partial derivative per argument (``None`` where the
+    argument is not differentiable). Reverse mode emits
+    ``x_bar += unbroadcast(g * partial, x)``; forward mode will emit
+    ``ans_dot = partial * x_dot + ...``: the partials are written once for both.
+``vjp(signature, **templates)``
+    Any other differentiable function: its parameters (with defaults) and, for each
+    differentiable parameter, the expression of its adjoint contribution.
+``nondiff(signature)``
+    Results that carry no derivative (comparisons, ``argmax``, ``floor``, array
+    creation ...). Their outputs are constants for differentiation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: str | None = None  # source text of the default, None when required
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How to differentiate one operation."""
+
+    kind: str  # elementwise | vjp | nondiff
+    params: tuple[Param, ...]
+    templates: dict[str, str] = field(default_factory=dict)  # param -> partial (elementwise) or vjp
+    needs_ans: bool = False
+
+    def template(self, param: str) -> str | None:
+        return self.templates.get(param)
+
+
+def _signature(text: str) -> tuple[Param, ...]:
+    params = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, _, default = part.partition("=")
+        params.append(Param(name.strip(), default.strip() or None))
+    return tuple(params)
+
+
+_NAMES = ("x", "y", "z")
+
+
+def elementwise(*partials: str | None) -> Rule:
+    params = tuple(Param(n) for n in _NAMES[: len(partials)])
+    templates = {p.name: t for p, t in zip(params, partials) if t is not None}
+    return Rule("elementwise", params, templates, any("{ans}" in t for t in templates.values()))
+
+
+def vjp(signature: str, **templates: str) -> Rule:
+    return Rule("vjp", _signature(signature), dict(templates), any("{ans}" in t for t in templates.values()))
+
+
+def nondiff(signature: str = "x") -> Rule:
+    return Rule("nondiff", _signature(signature))
+
+
+# Python operators map onto the NumPy functions with the same meaning.
+OPERATORS: dict[str, str] = {
+    "Add": "numpy.add",
+    "Subtract": "numpy.subtract",
+    "Multiply": "numpy.multiply",
+    "Divide": "numpy.divide",
+    "Power": "numpy.power",
+    "FloorDivide": "numpy.floor_divide",
+    "Modulo": "numpy.remainder",
+    "MatrixMultiply": "numpy.matmul",
+    "Minus": "numpy.negative",
+    "Plus": "numpy.positive",
+}
+
+DERIVATIVES: dict[str, Rule] = {
+    # --- binary arithmetic ------------------------------------------------------
+    "numpy.add": elementwise("1.0", "1.0"),
+    "numpy.subtract": elementwise("1.0", "-1.0"),
+    "numpy.multiply": elementwise("{y}", "{x}"),
+    "numpy.divide": elementwise("1.0 / {y}", "-{ans} / {y}"),
+    "numpy.true_divide": elementwise("1.0 / {y}", "-{ans} / {y}"),
+    "numpy.power": elementwise("{y} * {x} ** ({y} - 1.0)", "rt.xlogy({ans}, {x})"),
+    "numpy.float_power": elementwise("{y} * {x} ** ({y} - 1.0)", "rt.xlogy({ans}, {x})"),
+    "numpy.floor_divide": nondiff("x, y"),
+    "numpy.remainder": elementwise("1.0", "-np.floor({x} / {y})"),
+    "numpy.maximum": elementwise("rt.ge_mask({x}, {y})", "1.0 - rt.ge_mask({x}, {y})"),
+    "numpy.minimum": elementwise("rt.le_mask({x}, {y})", "1.0 - rt.le_mask({x}, {y})"),
+    "numpy.fmax": elementwise("rt.ge_mask({x}, {y})", "1.0 - rt.ge_mask({x}, {y})"),
+    "numpy.fmin": elementwise("rt.le_mask({x}, {y})", "1.0 - rt.le_mask({x}, {y})"),
+    "numpy.hypot": elementwise("{x} / {ans}", "{y} / {ans}"),
+    "numpy.arctan2": elementwise("{y} / ({x} * {x} + {y} * {y})", "-{x} / ({x} * {x} + {y} * {y})"),
+    "numpy.logaddexp": elementwise("np.exp({x} - {ans})", "np.exp({y} - {ans})"),
+    "numpy.logaddexp2": elementwise("np.exp2({x} - {ans})", "np.exp2({y} - {ans})"),
+    # --- unary elementwise ------------------------------------------------------
+    "numpy.negative": elementwise("-1.0"),
+    "numpy.positive": elementwise("1.0"),
+    "numpy.square": elementwise("2.0 * {x}"),
+    "numpy.sqrt": elementwise("0.5 / {ans}"),
+    "numpy.cbrt": elementwise("1.0 / (3.0 * {ans} * {ans})"),
+    "numpy.reciprocal": elementwise("-{ans} * {ans}"),
+    "numpy.exp": elementwise("{ans}"),
+    "numpy.exp2": elementwise("{ans} * 0.6931471805599453"),
+    "numpy.expm1": elementwise("{ans} + 1.0"),
+    "numpy.log": elementwise("1.0 / {x}"),
+    "numpy.log2": elementwise("1.0 / ({x} * 0.6931471805599453)"),
+    "numpy.log10": elementwise("1.0 / ({x} * 2.302585092994046)"),
+    "numpy.log1p": elementwise("1.0 / (1.0 + {x})"),
+    "numpy.sin": elementwise("np.cos({x})"),
+    "numpy.cos": elementwise("-np.sin({x})"),
+    "numpy.tan": elementwise("1.0 + {ans} * {ans}"),
+    "numpy.arcsin": elementwise("1.0 / np.sqrt(1.0 - {x} * {x})"),
+    "numpy.arccos": elementwise("-1.0 / np.sqrt(1.0 - {x} * {x})"),
+    "numpy.arctan": elementwise("1.0 / (1.0 + {x} * {x})"),
+    "numpy.sinh": elementwise("np.cosh({x})"),
+    "numpy.cosh": elementwise("np.sinh({x})"),
+    "numpy.tanh": elementwise("1.0 - {ans} * {ans}"),
+    "numpy.arcsinh": elementwise("1.0 / np.sqrt({x} * {x} + 1.0)"),
+    "numpy.arccosh": elementwise("1.0 / np.sqrt({x} * {x} - 1.0)"),
+    "numpy.arctanh": elementwise("1.0 / (1.0 - {x} * {x})"),
+    "numpy.abs": elementwise("np.sign({x})"),
+    "numpy.absolute": elementwise("np.sign({x})"),
+    "numpy.fabs": elementwise("np.sign({x})"),
+    "numpy.deg2rad": elementwise("0.017453292519943295"),
+    "numpy.rad2deg": elementwise("57.29577951308232"),
+    "numpy.sinc": elementwise("rt.sinc_grad({x})"),
+    "numpy.clip": elementwise("rt.inside_mask({x}, {y}, {z})", None, None),
+    # --- Python builtins and math -----------------------------------------------
+    "builtins.abs": elementwise("np.sign({x})"),
+    "builtins.max": elementwise("rt.ge_mask({x}, {y})", "1.0 - rt.ge_mask({x}, {y})"),
+    "builtins.min": elementwise("rt.le_mask({x}, {y})", "1.0 - rt.le_mask({x}, {y})"),
+    "builtins.float": elementwise("1.0"),
+    "math.sin": elementwise("math.cos({x})"),
+    "math.cos": elementwise("-math.sin({x})"),
+    "math.tan": elementwise("1.0 + {ans} * {ans}"),
+    "math.exp": elementwise("{ans}"),
+    "math.log": elementwise("1.0 / {x}"),
+    "math.sqrt": elementwise("0.5 / {ans}"),
+    "math.tanh": elementwise("1.0 - {ans} * {ans}"),
+    "math.atan": elementwise("1.0 / (1.0 + {x} * {x})"),
+    "math.erf": elementwise("1.1283791670955126 * math.exp(-{x} * {x})"),
+    "math.lgamma": elementwise("rt.digamma({x})"),
+    "math.pow": elementwise("{y} * {x} ** ({y} - 1.0)", "rt.xlogy({ans}, {x})"),
+    "math.fabs": elementwise("np.sign({x})"),
+    "math.hypot": elementwise("{x} / {ans}", "{y} / {ans}"),
+    # --- reductions -------------------------------------------------------------
+    "numpy.sum": vjp("x, axis=None, dtype=None, out=None, keepdims=False", x="rt.sum_grad({g}, {x}, {axis}, {keepdims})"),
+    "numpy.mean": vjp("x, axis=None, dtype=None, out=None, keepdims=False", x="rt.mean_grad({g}, {x}, {axis}, {keepdims})"),
+    "numpy.max": vjp("x, axis=None, out=None, keepdims=False", x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
+    "numpy.min": vjp("x, axis=None, out=None, keepdims=False", x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
+    "numpy.amax": vjp("x, axis=None, out=None, keepdims=False", x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
+    "numpy.amin": vjp("x, axis=None, out=None, keepdims=False", x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
+    "numpy.prod": vjp("x, axis=None, dtype=None, out=None, keepdims=False", x="rt.prod_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
+    "numpy.var": vjp("x, axis=None, dtype=None, out=None, ddof=0, keepdims=False", x="rt.var_grad({g}, {x}, {axis}, {ddof}, {keepdims})"),
+    "numpy.std": vjp("x, axis=None, dtype=None, out=None, ddof=0, keepdims=False", x="rt.std_grad({g}, {x}, {ans}, {axis}, {ddof}, {keepdims})"),
+    # --- linear algebra -----------------------------------------------------------
+    "numpy.dot": vjp("x, y", x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
+    "numpy.matmul": vjp("x, y", x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
+    "numpy.outer": vjp("x, y", x="np.dot({g}, np.ravel({y}))", y="np.dot(np.ravel({x}), {g})"),
+    "numpy.inner": vjp("x, y", x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
+    "numpy.vdot": vjp("x, y", x="{g} * {y}", y="{g} * {x}"),
+    "numpy.trace": vjp("x", x="{g} * np.eye(np.shape({x})[0], np.shape({x})[1])"),
+    # --- shape ----------------------------------------------------------------------
+    "numpy.transpose": vjp("x, axes=None", x="rt.transpose_grad({g}, {axes})"),
+    "numpy.reshape": vjp("x, shape", x="np.reshape({g}, np.shape({x}))"),
+    "numpy.ravel": vjp("x", x="np.reshape({g}, np.shape({x}))"),
+    "numpy.squeeze": vjp("x, axis=None", x="np.reshape({g}, np.shape({x}))"),
+    "numpy.expand_dims": vjp("x, axis", x="np.reshape({g}, np.shape({x}))"),
+    "numpy.copy": vjp("x", x="{g}"),
+    "numpy.where": vjp("condition, x, y", x="rt.unbroadcast(np.where({condition}, {g}, 0.0), {x})", y="rt.unbroadcast(np.where({condition}, 0.0, {g}), {y})"),
+    "ndarray.T": vjp("x", x="np.transpose({g})"),
+    "ndarray.reshape": vjp("x, shape", x="np.reshape({g}, np.shape({x}))"),
+    "ndarray.copy": vjp("x", x="{g}"),
+    "ndarray.ravel": vjp("x", x="np.reshape({g}, np.shape({x}))"),
+    "ndarray.astype": vjp("x, dtype", x="{g}"),
+    "getitem": vjp("x, index", x="rt.getitem_grad({g}, {x}, {index})"),
+    # --- no derivative ------------------------------------------------------------
+    "numpy.sign": nondiff(),
+    "numpy.floor": nondiff(),
+    "numpy.ceil": nondiff(),
+    "numpy.round": nondiff("x, decimals=0"),
+    "numpy.argmax": nondiff("x, axis=None"),
+    "numpy.argmin": nondiff("x, axis=None"),
+    "numpy.argsort": nondiff("x, axis=-1"),
+    "numpy.zeros": nondiff("shape, dtype=None"),
+    "numpy.ones": nondiff("shape, dtype=None"),
+    "numpy.zeros_like": nondiff("x, dtype=None"),
+    "numpy.ones_like": nondiff("x, dtype=None"),
+    "numpy.empty": nondiff("shape, dtype=None"),
+    "numpy.arange": nondiff("start, stop=None, step=None"),
+    "numpy.linspace": nondiff("start, stop, num=50"),
+    "numpy.shape": nondiff(),
+    "numpy.size": nondiff(),
+    "numpy.isnan": nondiff(),
+    "numpy.isfinite": nondiff(),
+    "builtins.len": nondiff(),
+    "builtins.range": nondiff("start, stop=None, step=None"),
+    "builtins.int": nondiff(),
+    "builtins.round": nondiff("x, ndigits=None"),
+    "builtins.print": nondiff("x"),
+    "math.floor": nondiff(),
+    "math.ceil": nondiff(),
+    "ndarray.shape": nondiff(),
+    "ndarray.ndim": nondiff(),
+    "ndarray.size": nondiff(),
+    "ndarray.dtype": nondiff(),
+}

@@ -14,7 +14,9 @@ A key is a NumPy ``uint32`` array of shape ``(2,)``: exactly what
 ``jax.random.PRNGKey(seed)`` or ``jax.random.key_data(jax.random.key(seed))``
 holds, so keys can be passed between JAX and srctrans.  A batch of keys is an
 array of shape ``(..., 2)`` (``split`` returns one).  Sampling functions take a
-single key, as in JAX; batch them with ``vmap`` or a loop.
+single key, as in JAX; batch them with ``vmap`` or a loop.  As in JAX's
+partitionable layout, ``split(k, n)[i]`` is ``fold_in(k, i)``: key i of a split
+is the hash of the counter i, and so is ``fold_in``'s.
 
 What "the same as JAX" means here
 ---------------------------------
@@ -77,8 +79,9 @@ __all__ = [
 
 # --------------------------------------------------------------------------
 # Kernels: plain arithmetic on scalars, compilable by Numba (CPU and CUDA).
-# 32-bit words are carried as non-negative int64 values and masked after each
-# operation that may overflow 32 bits.
+# 32-bit words are np.uint32; every operation that may carry past 32 bits is
+# truncated with np.uint32(...) (Numba widens integer arithmetic to 64 bits).
+# In plain Python, NumPy may warn about the (intended) wrap-around.
 # --------------------------------------------------------------------------
 
 _MASK32 = 0xFFFFFFFF
@@ -86,19 +89,19 @@ _KS_PARITY = 0x1BD11BDA
 
 
 def _rotl32(x, r):
-    """Rotate the 32-bit word ``x`` (held in an int64) left by ``r`` bits."""
-    return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+    """Rotate the uint32 ``x`` left by ``r`` bits."""
+    return np.uint32((x << np.uint32(r)) | (x >> np.uint32(32 - r)))
 
 
 def _mix4(x0, x1, r0, r1, r2, r3):
     """Four Threefry rounds with rotation constants r0..r3."""
-    x0 = (x0 + x1) & 0xFFFFFFFF
+    x0 = np.uint32(x0 + x1)
     x1 = _rotl32(x1, r0) ^ x0
-    x0 = (x0 + x1) & 0xFFFFFFFF
+    x0 = np.uint32(x0 + x1)
     x1 = _rotl32(x1, r1) ^ x0
-    x0 = (x0 + x1) & 0xFFFFFFFF
+    x0 = np.uint32(x0 + x1)
     x1 = _rotl32(x1, r2) ^ x0
-    x0 = (x0 + x1) & 0xFFFFFFFF
+    x0 = np.uint32(x0 + x1)
     x1 = _rotl32(x1, r3) ^ x0
     return x0, x1
 
@@ -106,45 +109,42 @@ def _mix4(x0, x1, r0, r1, r2, r3):
 def _threefry2x32_pair(k0, k1, x0, x1):
     """Threefry-2x32, 20 rounds, of the counter (x0, x1) under key (k0, k1).
 
-    All four inputs are integers in [0, 2**32); returns the two output words
-    as int64 values in [0, 2**32).
+    All four inputs are integers in [0, 2**32); returns two np.uint32 words.
     """
-    k0 = np.int64(k0)
-    k1 = np.int64(k1)
-    x0 = np.int64(x0)
-    x1 = np.int64(x1)
-    k2 = k0 ^ k1 ^ 0x1BD11BDA
-    x0 = (x0 + k0) & 0xFFFFFFFF
-    x1 = (x1 + k1) & 0xFFFFFFFF
+    k0 = np.uint32(k0)
+    k1 = np.uint32(k1)
+    k2 = np.uint32(k0 ^ k1 ^ np.uint32(0x1BD11BDA))
+    x0 = np.uint32(np.uint32(x0) + k0)
+    x1 = np.uint32(np.uint32(x1) + k1)
     x0, x1 = _mix4(x0, x1, 13, 15, 26, 6)
-    x0 = (x0 + k1) & 0xFFFFFFFF
-    x1 = (x1 + k2 + 1) & 0xFFFFFFFF
+    x0 = np.uint32(x0 + k1)
+    x1 = np.uint32(x1 + np.uint32(k2 + np.uint32(1)))
     x0, x1 = _mix4(x0, x1, 17, 29, 16, 24)
-    x0 = (x0 + k2) & 0xFFFFFFFF
-    x1 = (x1 + k0 + 2) & 0xFFFFFFFF
+    x0 = np.uint32(x0 + k2)
+    x1 = np.uint32(x1 + np.uint32(k0 + np.uint32(2)))
     x0, x1 = _mix4(x0, x1, 13, 15, 26, 6)
-    x0 = (x0 + k0) & 0xFFFFFFFF
-    x1 = (x1 + k1 + 3) & 0xFFFFFFFF
+    x0 = np.uint32(x0 + k0)
+    x1 = np.uint32(x1 + np.uint32(k1 + np.uint32(3)))
     x0, x1 = _mix4(x0, x1, 17, 29, 16, 24)
-    x0 = (x0 + k1) & 0xFFFFFFFF
-    x1 = (x1 + k2 + 4) & 0xFFFFFFFF
+    x0 = np.uint32(x0 + k1)
+    x1 = np.uint32(x1 + np.uint32(k2 + np.uint32(4)))
     x0, x1 = _mix4(x0, x1, 13, 15, 26, 6)
-    x0 = (x0 + k2) & 0xFFFFFFFF
-    x1 = (x1 + k0 + 5) & 0xFFFFFFFF
+    x0 = np.uint32(x0 + k2)
+    x1 = np.uint32(x1 + np.uint32(k0 + np.uint32(5)))
     return x0, x1
 
 
 def _counter_words(i):
     """Element ``i`` of the flat output uses the 64-bit counter i = (hi, lo)."""
     i = np.int64(i)
-    return (i >> 32) & 0xFFFFFFFF, i & 0xFFFFFFFF
+    return np.uint32((i >> 32) & 0xFFFFFFFF), np.uint32(i & 0xFFFFFFFF)
 
 
 def _bits32_at(k0, k1, i):
     """32 random bits for flat element ``i`` (JAX: ``bits1 ^ bits2``)."""
     hi, lo = _counter_words(i)
     b0, b1 = _threefry2x32_pair(k0, k1, hi, lo)
-    return b0 ^ b1
+    return np.uint32(b0 ^ b1)
 
 
 def _words_at(k0, k1, i):
@@ -164,13 +164,13 @@ def _uniform01_f32_from_words(b0, b1):
     JAX ORs the top 23 bits into the mantissa of 1.0 and subtracts 1.0;
     ``m * 2**-23`` is the same number, computed without a bit cast.
     """
-    m = ((b0 ^ b1) & 0xFFFFFFFF) >> 9
+    m = np.uint32(b0 ^ b1) >> np.uint32(9)
     return np.float32(m) * _F32_ULP1
 
 
 def _uniform01_f64_from_words(b0, b1):
     """[0, 1) float64 from two hash words: top 52 of the 64 bits (b0 << 32) | b1."""
-    m = (b0 << 20) | (b1 >> 12)
+    m = (np.int64(b0) << 20) | (np.int64(b1) >> 12)
     return np.float64(m) * _F64_ULP1
 
 
@@ -189,8 +189,20 @@ def _uniform01_f64_from_words(b0, b1):
 # and the Cephes-style log/log1p of XLA's CPU backend).
 
 def _fma_f32(a, b, c):
-    """float32 ``a * b + c`` with one rounding, as XLA's fused multiply-add."""
-    return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+    """float32 ``a * b + c`` rounded once, as XLA's fused multiply-add.
+
+    The product is exact in float64; the sum is rounded to odd in float64 (an
+    inexact result gets an odd last bit), after which rounding to float32 is
+    correct: no double rounding.
+    """
+    p = np.float64(a) * np.float64(b)
+    c = np.float64(c)
+    s = p + c
+    bb = s - p
+    err = (p - (s - bb)) + (c - bb)
+    if err != 0.0 and s == s and abs(s) < np.inf and (np.int64(np.float64(s).view(np.int64)) & 1) == 0:
+        s = np.nextafter(s, np.inf if err > 0.0 else -np.inf)
+    return np.float32(s)
 
 
 def _fma_f64(a, b, c):
@@ -435,6 +447,71 @@ def _normal_f64_at(k0, k1, i):
     return _SQRT2_F64 * _erfinv_f64_scalar(max(_NORMAL_LO_F64, u))
 
 
+# ---- randint, one element at a time (JAX's two-words-modulo algorithm) ----
+
+def _urem32(a, b):
+    """Unsigned 32-bit remainder with XLA's convention ``a % 0 == a``."""
+    if b == 0:
+        return a
+    return a % b
+
+
+def _randint32_params(minval, maxval, dmin, dmax):
+    """(low, span, multiplier) for 32-bit ``randint``; ints held in int64."""
+    minval = np.int64(minval)
+    maxval = np.int64(maxval)
+    out_of_range = maxval > dmax
+    lo = min(max(minval, dmin), dmax)
+    hi = min(max(maxval, dmin), dmax)
+    span = (hi - lo) & 0xFFFFFFFF
+    if hi <= lo:
+        span = np.int64(1)
+    elif out_of_range:
+        span = (span + 1) & 0xFFFFFFFF
+    mult = _urem32(np.int64(65536), span)
+    mult = _urem32((mult * mult) & 0xFFFFFFFF, span)
+    return lo, span, mult
+
+
+def _randint32_at(ka0, ka1, kb0, kb1, i, lo, span, mult):
+    """Element ``i`` of a 32-bit ``randint`` (as int64, before the cast)."""
+    higher = np.int64(_bits32_at(ka0, ka1, i))
+    lower = np.int64(_bits32_at(kb0, kb1, i))
+    off = ((_urem32(higher, span) * mult) & 0xFFFFFFFF) + _urem32(lower, span)
+    off = _urem32(off & 0xFFFFFFFF, span)
+    return (lo + off) & 0xFFFFFFFF
+
+
+def _urem64(a, b):
+    """Unsigned 64-bit remainder with XLA's convention ``a % 0 == a``."""
+    if b == np.uint64(0):
+        return a
+    return a % b
+
+
+def _randint64_params(minval, maxval):
+    """(low, span, multiplier) for int64 ``randint``: span and multiplier uint64."""
+    lo = np.int64(minval)
+    hi = np.int64(maxval)
+    span = np.uint64(hi) - np.uint64(lo)
+    if hi <= lo:
+        span = np.uint64(1)
+    mult = _urem64(np.uint64(4294967296), span)
+    mult = _urem64(mult * mult, span)
+    return lo, span, mult
+
+
+def _randint64_at(ka0, ka1, kb0, kb1, i, lo, span, mult):
+    """Element ``i`` of an int64 ``randint``."""
+    a0, a1 = _words_at(ka0, ka1, i)
+    b0, b1 = _words_at(kb0, kb1, i)
+    higher = (np.uint64(a0) << np.uint64(32)) | np.uint64(a1)
+    lower = (np.uint64(b0) << np.uint64(32)) | np.uint64(b1)
+    off = _urem64(higher, span) * mult + _urem64(lower, span)
+    off = _urem64(off, span)
+    return np.int64(np.uint64(lo) + off)
+
+
 #: Kernels above that Numba compiles as they are (numba_backend registers them).
 JITTABLE_KERNELS = (
     _rotl32, _mix4, _threefry2x32_pair, _counter_words, _bits32_at, _words_at,
@@ -442,6 +519,7 @@ JITTABLE_KERNELS = (
     _log_f32, _log_f64, _log1p_f32, _log1p_f64,
     _erfinv_f32_scalar, _erfinv_f64_scalar,
     _uniform_f32_at, _uniform_f64_at, _normal_f32_at, _normal_f64_at,
+    _urem32, _randint32_params, _randint32_at, _urem64, _randint64_params, _randint64_at,
 )
 
 # --------------------------------------------------------------------------
@@ -516,11 +594,23 @@ def _uniform01_from_words(b0, b1, dtype):
     raise ValueError(f"unsupported float dtype {dtype}")
 
 
+def _round_odd_sum(p, c):
+    """float64 ``p + c`` rounded to odd (see ``_fma_f32``)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = np.asarray(p + c)
+        bb = s - p
+        err = (p - (s - bb)) + (c - bb)
+        fix = (err != 0) & np.isfinite(s) & ((s.view(np.int64) & 1) == 0)
+        if fix.any():
+            s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+    return s
+
+
 def _fma_vec(a, b, c, dt):
     """Vectorized twin of ``_fma_f32`` / ``_fma_f64`` for ``dt``."""
     if dt != np.float64:
-        return (np.asarray(a, np.float64) * np.asarray(b, np.float64)
-                + np.asarray(c, np.float64)).astype(dt)
+        return _round_odd_sum(np.asarray(a, np.float64) * np.asarray(b, np.float64),
+                              np.asarray(c, np.float64)).astype(dt)
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)
     c = np.asarray(c, np.float64)
@@ -564,7 +654,7 @@ def _horner_fma(coefs, w, dt):
     w64 = w.astype(np.float64)
     p = np.full_like(w64, coefs[0])
     for c in coefs[1:]:
-        p = (p * w64 + np.float64(c)).astype(dt).astype(np.float64)
+        p = _round_odd_sum(p * w64, np.float64(c)).astype(dt).astype(np.float64)
     return p.astype(dt)
 
 
@@ -867,7 +957,7 @@ def bits(key, shape=(), dtype=None):
     if dt.kind != "u":
         raise ValueError(f"bits: dtype must be an unsigned integer dtype, got {dt}")
     b0, b1 = _hash_words(k0, k1, shape)
-    return _bits_from_words(b0, b1, dt.itemsize * 8)
+    return np.asarray(_bits_from_words(b0, b1, dt.itemsize * 8), dtype=dt)
 
 
 def _uniform(k0, k1, shape, dt, minval, maxval):
@@ -877,7 +967,7 @@ def _uniform(k0, k1, shape, dt, minval, maxval):
     b0, b1 = _hash_words(k0, k1, shape)
     f = _uniform01_from_words(b0, b1, dt)
     if minval.ndim == 0 and maxval.ndim == 0 and minval == 0 and maxval == 1:
-        return f  # f * 1 + 0 == f, fused or not
+        return _finish(f, shape, dt)  # f * 1 + 0 == f, fused or not
     with np.errstate(over="ignore", invalid="ignore"):
         out = _fma_vec(f, maxval - minval, minval, dt)
         out = np.maximum(minval, out)
@@ -928,7 +1018,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     out = sqrt2 * _erfinv(u)
     lo = np.nextafter(lower, dt.type(np.inf))
     hi = np.nextafter(upper, dt.type(-np.inf))
-    return np.clip(out, lo, hi).astype(dt, copy=False)
+    return np.asarray(np.clip(out, lo, hi), dtype=dt)
 
 
 def bernoulli(key, p=0.5, shape=None, mode="low"):
@@ -948,8 +1038,8 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     if mode == "high":
         u = _uniform(k0, k1, (2, *shape), dt, 0.0, 1.0)
         u1, u2 = u[0], u[1] * dt.type(2.0 ** -np.finfo(dt).nmant)
-        return u2 < p - u1
-    return _uniform(k0, k1, shape, dt, 0.0, 1.0) < p
+        return np.asarray(u2 < p - u1)
+    return np.asarray(_uniform(k0, k1, shape, dt, 0.0, 1.0) < p)
 
 
 def exponential(key, shape=(), dtype=None):
@@ -1016,7 +1106,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
         logits_shape.insert(axis % ndim, logits.shape[axis])
         g = _gumbel(k0, k1, (*prefix, *logits_shape), dt, mode)
         expanded = logits.reshape((1,) * len(prefix) + logits.shape)
-        return np.argmax(g + expanded, axis=axis)
+        return np.asarray(np.argmax(g + expanded, axis=axis))
     g = logits + _gumbel(k0, k1, logits.shape, dt, mode)
     k = math.prod(prefix)
     if k > logits.shape[axis]:
@@ -1242,7 +1332,7 @@ def _gamma_one(k0, k1, alpha, log_space):
             idx = idx[again]
         if log_space:
             f = _uniform_scalar_per_key(s0, s1, dt)
-            log_samples = -(-_log1p_vec(-f))
+            log_samples = _log1p_vec(-f)   # JAX: -exponential(subkey) = -(-log1p(-u))
             log_boost = np.where(boost_mask | (log_samples == 0), zero,
                                  log_samples * (one / alpha_orig))
             return (_log_vec(d) + _log_vec(V)) + log_boost

@@ -12,7 +12,8 @@ What compiles (anything else raises ``TypingError`` naming the argument):
 - ``key``: a 1-D ``uint32`` array (its length is checked at run time: 2).
 - ``shape`` / ``num``: an integer or a tuple of integers (may be empty).
 - ``dtype``: a NumPy scalar type or dtype (``np.float32``, ``np.dtype('int64')``),
-  a string such as ``'float32'``, or omitted/None for the default
+  a string such as ``'float32'``, the builtins ``float``/``int``, or omitted/None
+  for the default
   (``uniform``/``normal``: float64, ``bits``: uint32, ``randint``: int64).
   ``uniform``/``normal``: float32, float64.  ``bits``: uint8, uint16, uint32,
   uint64.  ``randint``: int8, int16, int32, int64, uint8, uint16, uint32.
@@ -105,6 +106,8 @@ def _resolve_dtype(dtype, fname, default, allowed):
             dt = as_dtype(dtype.dtype)
         elif isinstance(dtype, types.StringLiteral):
             dt = np.dtype(dtype.literal_value)
+        elif isinstance(dtype, types.Function) and dtype.typing_key in (float, int):
+            dt = np.dtype(dtype.typing_key)     # the builtins float / int
         else:
             raise TypeError
     except TypeError:

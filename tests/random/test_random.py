@@ -509,6 +509,8 @@ def compiled():
             R.randint(k1, (7,), -(2 ** 31), 2 ** 31 - 1, np.int32),
             R.randint(k1, (9,), 0, 256, np.uint8),
             R.randint(k1, (9,), 3, 3, np.int32),
+            R.normal(key, (2, 2), "float32"),
+            R.uniform(k1, 3, float),
         )
 
     return draw
@@ -542,6 +544,8 @@ def test_numba_matches_uncompiled(compiled):
         R.randint(k1, (7,), -(2 ** 31), 2 ** 31 - 1, np.int32),
         R.randint(k1, (9,), 0, 256, np.uint8),
         R.randint(k1, (9,), 3, 3, np.int32),
+        R.normal(key, (2, 2), "float32"),
+        R.uniform(k1, 3, float),
     )
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want)):

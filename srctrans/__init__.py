@@ -8,6 +8,7 @@ pdb keep working.
 __version__ = "0.1.0"
 
 from .api import grad, jit, source, source_path, value_and_grad, vjp  # noqa: E402
+from .check import check_grads  # noqa: E402
 from .config import config  # noqa: E402
 from .errors import (  # noqa: E402
     CompileError,
@@ -25,6 +26,7 @@ __all__ = [
     "SrcTransError",
     "UnresolvedNameError",
     "UnsupportedSyntaxError",
+    "check_grads",
     "config",
     "grad",
     "jit",

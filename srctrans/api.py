@@ -227,6 +227,8 @@ class Jitted:
         for source in spec.gen.meta["params"]:
             if source[0] == "arg":
                 call_args.append(values[source[1]])
+            elif source[0] == "cotangent":  # vjp: the caller appends it
+                continue
             else:  # ["attr", self_name, attr]
                 call_args.append(getattr(values[source[1]], source[2]))
         return spec, call_args

@@ -82,7 +82,10 @@ def generate(obj: Callable, transform: Transform, static: dict[str, Any] | None 
     """Write (or reuse) the generated file for ``transform`` applied to ``obj``."""
     static = dict(static or {})
     cap = capture(obj)
+    from .rules import fingerprint as rules_fingerprint
+
     extra = f"{transform.label}|static=" + repr(sorted((k, literal_text(v) or repr(v)) for k, v in static.items()))
+    extra += "|rules=" + rules_fingerprint(transform.name)
     dep_hash = callable_fingerprint(obj, extra)[:16]
     folder = cache_dir(cap)
     stem = f"{cap.module_stem}.{cap.dotted_name}.{transform.file_tag}{static_suffix(static)}"

@@ -136,7 +136,7 @@ def dot_grad_y(g, x, y):
 
 
 def transpose_grad(g, axes=None):
-    if axes is None:
+    if axes is None or len(axes) == 0:
         return np.transpose(g)
     return np.transpose(g, np.argsort(axes))
 

@@ -201,15 +201,25 @@ class Reverse:
             return Op(key, rule, {})
         args: dict[str, cst.BaseExpression] = {}
         texts: dict[str, str] = {}
-        for param, value in zip(rule.params, positional):
+        params = list(rule.params)
+        if params and params[-1].name.startswith("*"):  # ``x.reshape(4, 3)``: the rest as one tuple
+            star = params.pop().name[1:]
+            rest = positional[len(params):]
+            positional = positional[: len(params)]
+            if rest:
+                args[star] = rest[0] if len(rest) == 1 else cst.Tuple([cst.Element(v) for v in rest])
+        for param, value in zip(params, positional):
             args[param.name] = value
-        if len(positional) > len(rule.params):
+        if len(positional) > len(params):
             raise NotDifferentiable(f"{key} called with more arguments than its rule knows", self.line)
         for kw, value in keywords.items():
-            if kw not in {p.name for p in rule.params}:
+            if kw not in {p.name.lstrip("*") for p in rule.params}:
                 raise NotDifferentiable(f"{key} called with keyword {kw!r}, which its rule does not know", self.line)
             args[kw] = value
         for param in rule.params:
+            if param.name.startswith("*"):
+                texts[param.name[1:]] = code(args[param.name[1:]]) if param.name[1:] in args else "()"
+                continue
             if param.name in args:
                 texts[param.name] = code(args[param.name])
             elif param.default is not None:
@@ -504,7 +514,7 @@ class Reverse:
         if op.rule is None:  # copy
             self.contribute(op.args["x"].value, g, depth, block)
             return
-        fill = {p.name: text_of(p.name) for p in op.rule.params}
+        fill = {p.name.lstrip("*"): text_of(p.name.lstrip("*")) for p in op.rule.params}
         fill["ans"] = values.get("@" + target, target)
         fill["g"] = g
         binary = op.rule.kind == "elementwise" and len(op.args) > 1

@@ -181,10 +181,11 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.copy": vjp("x", x="{g}"),
     "numpy.where": vjp("condition, x, y", x="rt.unbroadcast(np.where({condition}, {g}, 0.0), {x})", y="rt.unbroadcast(np.where({condition}, 0.0, {g}), {y})"),
     "ndarray.T": vjp("x", x="np.transpose({g})"),
-    "ndarray.reshape": vjp("x, shape", x="np.reshape({g}, np.shape({x}))"),
+    "ndarray.reshape": vjp("x, *shape", x="np.reshape({g}, np.shape({x}))"),
     "ndarray.copy": vjp("x", x="{g}"),
     "ndarray.ravel": vjp("x", x="np.reshape({g}, np.shape({x}))"),
     "ndarray.astype": vjp("x, dtype", x="{g}"),
+    "ndarray.transpose": vjp("x, *axes", x="rt.transpose_grad({g}, {axes})"),
     "getitem": vjp("x, index", x="rt.getitem_grad({g}, {x}, {index})"),
     # --- no derivative ------------------------------------------------------------
     "numpy.sign": nondiff(),

@@ -1,0 +1,193 @@
+"""One spec per derivative rule: a function exercising it and a point in its domain.
+
+Each entry of ``srctrans.rules.derivatives.DERIVATIVES`` has a spec here (a test
+checks that). Functions are plain module-level lambdas, one per line, so srctrans
+finds their source; arguments come from ``ARGS`` makers seeded per test.
+"""
+
+import math
+
+import numpy as np
+from scipy.special import gammaln  # noqa: F401  (kept for later rules)
+
+B = np.array([0.3, -0.7, 1.1, 0.2])  # a constant broadcast against (3, 4) inputs
+
+
+def pos(rng, *shape):
+    return rng.uniform(0.5, 1.5, shape)
+
+
+def unit(rng, *shape):
+    return rng.uniform(-0.8, 0.8, shape)
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape)
+
+
+def above1(rng, *shape):
+    return rng.uniform(1.2, 2.0, shape)
+
+
+# key -> list of (function, argument makers)
+SPECS = {
+    # --- binary arithmetic --------------------------------------------------------
+    "numpy.add": [
+        (lambda x, y: np.add(x, y) * B, (lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
+        (lambda x, y: x + y, (lambda r: normal(r, 3), lambda r: float(normal(r)))),
+    ],
+    "numpy.subtract": [(lambda x, y: np.subtract(x, y) - y, (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 1)))],
+    "numpy.multiply": [(lambda x, y: np.multiply(x, y) * x, (lambda r: normal(r, 3, 4), lambda r: normal(r, 4)))],
+    "numpy.divide": [(lambda x, y: np.divide(x, y) / y, (lambda r: normal(r, 2, 3), lambda r: pos(r, 3)))],
+    "numpy.true_divide": [(lambda x, y: np.true_divide(x, y), (lambda r: normal(r, 3), lambda r: pos(r, 3)))],
+    "numpy.power": [
+        (lambda x, y: np.power(x, y), (lambda r: pos(r, 3, 2), lambda r: normal(r, 2))),
+        (lambda x: x ** 3 + x ** 2.5, (lambda r: pos(r, 4),)),
+    ],
+    "numpy.float_power": [(lambda x, y: np.float_power(x, y), (lambda r: pos(r, 3), lambda r: normal(r, 3)))],
+    "numpy.floor_divide": [(lambda x, y: x * np.floor_divide(x, y), (lambda r: pos(r, 3) * 5.0, lambda r: pos(r, 3)))],
+    "numpy.remainder": [(lambda x, y: np.remainder(x, y) * x, (lambda r: pos(r, 3) * 3.1, lambda r: pos(r, 3)))],
+    "numpy.maximum": [(lambda x, y: np.maximum(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4)))],
+    "numpy.minimum": [(lambda x, y: np.minimum(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4)))],
+    "numpy.fmax": [(lambda x, y: np.fmax(x, y), (lambda r: normal(r, 5), lambda r: normal(r, 5)))],
+    "numpy.fmin": [(lambda x, y: np.fmin(x, y), (lambda r: normal(r, 5), lambda r: normal(r, 5)))],
+    "numpy.hypot": [(lambda x, y: np.hypot(x, y), (lambda r: normal(r, 3), lambda r: normal(r, 3)))],
+    "numpy.arctan2": [(lambda x, y: np.arctan2(x, y), (lambda r: normal(r, 3), lambda r: pos(r, 3)))],
+    "numpy.logaddexp": [(lambda x, y: np.logaddexp(x, y), (lambda r: normal(r, 3, 2), lambda r: normal(r, 2)))],
+    "numpy.logaddexp2": [(lambda x, y: np.logaddexp2(x, y), (lambda r: normal(r, 3), lambda r: normal(r, 3)))],
+    # --- unary elementwise ----------------------------------------------------------
+    "numpy.negative": [(lambda x: np.negative(x) * x, (lambda r: normal(r, 3),))],
+    "numpy.positive": [(lambda x: np.positive(x) * x, (lambda r: normal(r, 3),))],
+    "numpy.square": [(lambda x: np.square(x), (lambda r: normal(r, 3, 2),))],
+    "numpy.sqrt": [(lambda x: np.sqrt(x), (lambda r: pos(r, 4),))],
+    "numpy.cbrt": [(lambda x: np.cbrt(x), (lambda r: pos(r, 4),))],
+    "numpy.reciprocal": [(lambda x: np.reciprocal(x), (lambda r: pos(r, 4),))],
+    "numpy.exp": [(lambda x: np.exp(x), (lambda r: normal(r, 3, 2),))],
+    "numpy.exp2": [(lambda x: np.exp2(x), (lambda r: normal(r, 3),))],
+    "numpy.expm1": [(lambda x: np.expm1(x), (lambda r: normal(r, 3),))],
+    "numpy.log": [(lambda x: np.log(x), (lambda r: pos(r, 4),))],
+    "numpy.log2": [(lambda x: np.log2(x), (lambda r: pos(r, 4),))],
+    "numpy.log10": [(lambda x: np.log10(x), (lambda r: pos(r, 4),))],
+    "numpy.log1p": [(lambda x: np.log1p(x), (lambda r: pos(r, 4),))],
+    "numpy.sin": [(lambda x: np.sin(x), (lambda r: normal(r, 3, 2),))],
+    "numpy.cos": [(lambda x: np.cos(x), (lambda r: normal(r, 3),))],
+    "numpy.tan": [(lambda x: np.tan(x), (lambda r: unit(r, 3),))],
+    "numpy.arcsin": [(lambda x: np.arcsin(x), (lambda r: unit(r, 3),))],
+    "numpy.arccos": [(lambda x: np.arccos(x), (lambda r: unit(r, 3),))],
+    "numpy.arctan": [(lambda x: np.arctan(x), (lambda r: normal(r, 3),))],
+    "numpy.sinh": [(lambda x: np.sinh(x), (lambda r: normal(r, 3),))],
+    "numpy.cosh": [(lambda x: np.cosh(x), (lambda r: normal(r, 3),))],
+    "numpy.tanh": [(lambda x: np.tanh(x), (lambda r: normal(r, 3),))],
+    "numpy.arcsinh": [(lambda x: np.arcsinh(x), (lambda r: normal(r, 3),))],
+    "numpy.arccosh": [(lambda x: np.arccosh(x), (lambda r: above1(r, 3),))],
+    "numpy.arctanh": [(lambda x: np.arctanh(x), (lambda r: unit(r, 3),))],
+    "numpy.abs": [(lambda x: np.abs(x), (lambda r: normal(r, 3) + 0.1,))],
+    "numpy.absolute": [(lambda x: np.absolute(x), (lambda r: normal(r, 3) + 0.1,))],
+    "numpy.fabs": [(lambda x: np.fabs(x), (lambda r: normal(r, 3) + 0.1,))],
+    "numpy.deg2rad": [(lambda x: np.deg2rad(x), (lambda r: normal(r, 3),))],
+    "numpy.rad2deg": [(lambda x: np.rad2deg(x), (lambda r: normal(r, 3),))],
+    "numpy.sinc": [(lambda x: np.sinc(x), (lambda r: normal(r, 3) + 0.05,))],
+    "numpy.clip": [(lambda x: np.clip(x, -0.5, 0.5), (lambda r: normal(r, 6),))],
+    # --- Python builtins and math -----------------------------------------------------
+    "builtins.abs": [(lambda x: abs(x) * 2.0, (lambda r: float(normal(r)) + 0.1,))],
+    "builtins.max": [(lambda x, y: max(x, y) * x, (lambda r: float(normal(r)), lambda r: float(normal(r))))],
+    "builtins.min": [(lambda x, y: min(x, y) * y, (lambda r: float(normal(r)), lambda r: float(normal(r))))],
+    "builtins.float": [(lambda x: float(x) * x, (lambda r: float(normal(r)),))],
+    "math.sin": [(lambda x: math.sin(x), (lambda r: float(normal(r)),))],
+    "math.cos": [(lambda x: math.cos(x), (lambda r: float(normal(r)),))],
+    "math.tan": [(lambda x: math.tan(x), (lambda r: float(unit(r)),))],
+    "math.exp": [(lambda x: math.exp(x), (lambda r: float(normal(r)),))],
+    "math.log": [(lambda x: math.log(x), (lambda r: float(pos(r)),))],
+    "math.sqrt": [(lambda x: math.sqrt(x), (lambda r: float(pos(r)),))],
+    "math.tanh": [(lambda x: math.tanh(x), (lambda r: float(normal(r)),))],
+    "math.atan": [(lambda x: math.atan(x), (lambda r: float(normal(r)),))],
+    "math.erf": [(lambda x: math.erf(x), (lambda r: float(normal(r)),))],
+    "math.lgamma": [(lambda x: math.lgamma(x), (lambda r: float(pos(r)) + 1.0,))],
+    "math.pow": [(lambda x, y: math.pow(x, y), (lambda r: float(pos(r)), lambda r: float(normal(r))))],
+    "math.fabs": [(lambda x: math.fabs(x), (lambda r: float(normal(r)) + 0.1,))],
+    "math.hypot": [(lambda x, y: math.hypot(x, y), (lambda r: float(normal(r)), lambda r: float(normal(r))))],
+    # --- reductions -------------------------------------------------------------------
+    "numpy.sum": [
+        (lambda x: np.sum(x), (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.sum(x, axis=0), (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.sum(x, axis=-1, keepdims=True), (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.mean": [
+        (lambda x: np.mean(x), (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.mean(x, axis=1), (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.max": [(lambda x: np.max(x, axis=0), (lambda r: normal(r, 3, 4),)), (lambda x: np.max(x), (lambda r: normal(r, 5),))],
+    "numpy.min": [(lambda x: np.min(x, axis=1), (lambda r: normal(r, 3, 4),))],
+    "numpy.amax": [(lambda x: np.amax(x), (lambda r: normal(r, 3, 4),))],
+    "numpy.amin": [(lambda x: np.amin(x, axis=-1), (lambda r: normal(r, 3, 4),))],
+    "numpy.prod": [(lambda x: np.prod(x, axis=0), (lambda r: pos(r, 3, 4),)), (lambda x: np.prod(x), (lambda r: pos(r, 4),))],
+    "numpy.var": [(lambda x: np.var(x), (lambda r: normal(r, 3, 4),)), (lambda x: np.var(x, axis=0), (lambda r: normal(r, 3, 4),))],
+    "numpy.std": [(lambda x: np.std(x, axis=1), (lambda r: normal(r, 3, 4),)), (lambda x: np.std(x, ddof=1), (lambda r: normal(r, 5),))],
+    # --- linear algebra ------------------------------------------------------------------
+    "numpy.dot": [
+        (lambda x, y: np.dot(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda x, y: np.dot(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
+        (lambda x, y: np.dot(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4, 2))),
+        (lambda x, y: np.dot(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4))),
+    ],
+    "numpy.matmul": [
+        (lambda x, y: x @ y, (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda x, y: np.matmul(x, y), (lambda r: normal(r, 2, 3), lambda r: normal(r, 3))),
+    ],
+    "numpy.outer": [(lambda x, y: np.outer(x, y), (lambda r: normal(r, 3), lambda r: normal(r, 2)))],
+    "numpy.inner": [(lambda x, y: np.inner(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4)))],
+    "numpy.vdot": [(lambda x, y: np.vdot(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4)))],
+    "numpy.trace": [(lambda x: np.trace(x), (lambda r: normal(r, 3, 3),))],
+    # --- shape -------------------------------------------------------------------------
+    "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],
+    "numpy.reshape": [(lambda x: np.reshape(x, (4, 3)) * B[:3], (lambda r: normal(r, 3, 4),))],
+    "numpy.ravel": [(lambda x: np.ravel(x) ** 2, (lambda r: normal(r, 2, 3),))],
+    "numpy.squeeze": [(lambda x: np.squeeze(x) * B, (lambda r: normal(r, 1, 4),))],
+    "numpy.expand_dims": [(lambda x: np.expand_dims(x, 0) * x, (lambda r: normal(r, 4),))],
+    "numpy.copy": [(lambda x: np.copy(x) * x, (lambda r: normal(r, 4),))],
+    "numpy.where": [(lambda x, y: np.where(x > 0.0, x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4)))],
+    "ndarray.T": [(lambda x: x.T * B, (lambda r: normal(r, 4, 3),))],
+    "ndarray.transpose": [(lambda x: x.transpose() * B, (lambda r: normal(r, 4, 3),))],
+    "ndarray.reshape": [
+        (lambda x: x.reshape(4, 3) * B[:3], (lambda r: normal(r, 3, 4),)),
+        (lambda x: x.reshape((2, 6)) ** 2, (lambda r: normal(r, 3, 4),)),
+    ],
+    "ndarray.copy": [(lambda x: x.copy() * x, (lambda r: normal(r, 4),))],
+    "ndarray.ravel": [(lambda x: x.ravel() * 2.0, (lambda r: normal(r, 2, 2),))],
+    "ndarray.astype": [(lambda x: x.astype(np.float64) * x, (lambda r: normal(r, 3),))],
+    "getitem": [
+        (lambda x: x[1:, 0] * x[0, 1], (lambda r: normal(r, 3, 4),)),
+        (lambda x: x[np.array([0, 0, 2])] * 2.0, (lambda r: normal(r, 4),)),
+        (lambda x: x[-1, ::2] + x[x > 0.0], (lambda r: normal(r, 3, 4) + 0.05,)) if False else (lambda x: x[-1, ::2] * 3.0, (lambda r: normal(r, 3, 4),)),
+    ],
+    # --- no derivative: the value is a constant for differentiation ---------------------
+    "numpy.sign": [(lambda x: x * np.sign(x), (lambda r: normal(r, 3) + 0.1,))],
+    "numpy.floor": [(lambda x: x * np.floor(x), (lambda r: normal(r, 3) + 0.1,))],
+    "numpy.ceil": [(lambda x: x * np.ceil(x), (lambda r: normal(r, 3) + 0.1,))],
+    "numpy.round": [(lambda x: x * np.round(x, 1), (lambda r: normal(r, 3) + 0.01,))],
+    "numpy.argmax": [(lambda x: x * np.argmax(x), (lambda r: normal(r, 4),))],
+    "numpy.argmin": [(lambda x: x * np.argmin(x), (lambda r: normal(r, 4),))],
+    "numpy.argsort": [(lambda x: x[np.argsort(x)] * B, (lambda r: normal(r, 4),))],
+    "numpy.zeros": [(lambda x: x + np.zeros(3), (lambda r: normal(r, 3),))],
+    "numpy.ones": [(lambda x: x * np.ones(3), (lambda r: normal(r, 3),))],
+    "numpy.zeros_like": [(lambda x: x + np.zeros_like(x), (lambda r: normal(r, 3),))],
+    "numpy.ones_like": [(lambda x: x * np.ones_like(x), (lambda r: normal(r, 3),))],
+    "numpy.empty": [(lambda x: x * np.empty(0).size, (lambda r: normal(r, 3),))],
+    "numpy.arange": [(lambda x: x * np.arange(3.0), (lambda r: normal(r, 3),))],
+    "numpy.linspace": [(lambda x: x * np.linspace(0.0, 1.0, 3), (lambda r: normal(r, 3),))],
+    "numpy.shape": [(lambda x: x * np.shape(x)[0], (lambda r: normal(r, 3),))],
+    "numpy.size": [(lambda x: x * np.size(x), (lambda r: normal(r, 3),))],
+    "numpy.isnan": [(lambda x: np.where(np.isnan(x), 0.0, x), (lambda r: normal(r, 3),))],
+    "numpy.isfinite": [(lambda x: np.where(np.isfinite(x), x, 0.0), (lambda r: normal(r, 3),))],
+    "builtins.len": [(lambda x: x * len(x), (lambda r: normal(r, 3),))],
+    "builtins.range": [(lambda x: x * len(range(3)), (lambda r: normal(r, 3),))],
+    "builtins.int": [(lambda x: x * int(2.7), (lambda r: normal(r, 3),))],
+    "builtins.round": [(lambda x: x * round(x[0]), (lambda r: normal(r, 3) + 1.3,))],
+    "builtins.print": [(lambda x: x * 2.0 if print() is None else x, (lambda r: normal(r, 3),))],
+    "math.floor": [(lambda x: x * math.floor(x), (lambda r: float(normal(r)) + 0.1,))],
+    "math.ceil": [(lambda x: x * math.ceil(x), (lambda r: float(normal(r)) + 0.1,))],
+    "ndarray.shape": [(lambda x: x * x.shape[0], (lambda r: normal(r, 3),))],
+    "ndarray.ndim": [(lambda x: x * x.ndim, (lambda r: normal(r, 3),))],
+    "ndarray.size": [(lambda x: x * x.size, (lambda r: normal(r, 3),))],
+    "ndarray.dtype": [(lambda x: x * (x.dtype == np.float64), (lambda r: normal(r, 3),))],
+}

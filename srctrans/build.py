@@ -166,13 +166,18 @@ def _differentiate(unit: _Unit, node: cst.FunctionDef, transform, np_name: str, 
         p.name.value for p in node.params.params if p.name.value not in {m[1] for m in params_meta if m[0] == "arg"}
     ]
     wrt = tuple(options.get("wrt") or params[:1])
-    local = scan(node).all - frozenset(unit.bindings)
+    names = scan(node)
+    local = names.local | frozenset(names.params)
 
     def resolve(expr: cst.BaseExpression):
         if isinstance(expr, cst.Name):
             if expr.value in local:
                 return _LOCAL
             b = unit.bindings.get(expr.value)
+            if b is None and expr.value == np_name:  # numpy, brought in by desugar
+                import numpy
+
+                return numpy
             return b.value if b is not None else None
         if isinstance(expr, cst.Attribute):
             base = resolve(expr.value)

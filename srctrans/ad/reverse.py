@@ -509,6 +509,8 @@ class Reverse:
             expr = op.args.get(param)
             if isinstance(expr, cst.Name):
                 return values.get(expr.value, expr.value)
+            if expr is not None and values:  # e.g. an index (i, j): read the saved i and j
+                return code(expr.visit(_Rename(values)))
             return op.texts.get(param, "None")
 
         if op.rule is None:  # copy
@@ -587,6 +589,15 @@ class Reverse:
 
 
 # --- small helpers ---------------------------------------------------------------------------
+
+
+class _Rename(cst.CSTTransformer):
+    def __init__(self, mapping: dict[str, str]) -> None:
+        super().__init__()
+        self.mapping = mapping
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        return updated.with_changes(value=self.mapping.get(updated.value, updated.value))
 
 _LOCAL = object()  # what ``resolve`` returns for names bound inside the function
 

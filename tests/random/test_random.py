@@ -49,7 +49,7 @@ def _call(case):
 
 # Functions whose values use NumPy's exp / float32 pow / linear algebra: close to
 # JAX, not bit for bit (see the module docstring of srctrans.random).
-_CLOSE = {"beta", "multivariate_normal", "gamma"}
+_CLOSE = {"beta", "multivariate_normal", "gamma", "loggamma", "truncated_normal"}
 _RTOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 2e-6, np.dtype(np.float64): 1e-14}
 
 

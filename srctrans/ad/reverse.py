@@ -86,6 +86,16 @@ class NotDifferentiable(Exception):
 
 
 @dataclass
+class _Save:
+    """How one value reaches the backward sweep: a copy (``snap``) or a tape, and where it is saved."""
+
+    kind: str
+    store: str
+    at: tuple[int, bool]  # (statement id, after the statement?)
+    local: str | None = None  # the name it is popped into on the way back
+
+
+@dataclass
 class Op:
     """One differentiable operation: its rule and its arguments' source text by parameter."""
 
@@ -125,12 +135,15 @@ class Reverse:
         self.line = None
         self.act: Activity = analyze(self.body, self.params, set(wrt), self._is_nondiff)
         self.top = self.act.blocks[0]
-        self.saves: dict[tuple[int, str], tuple[str, str]] = {}  # (stmt id, name) -> (kind, saved name)
+        self.records: dict[tuple, _Save] = {}  # (block, name, version) -> how the value is kept
+        self.reader: dict[tuple[int, str], tuple] = {}  # (statement id, name) -> record key
+        self.versions: dict[tuple[int, str], int] = {}
         self.tapes: list[str] = []
         self.counters: dict[int, tuple[str, str]] = {}  # id(loop) -> (counter, saved name)
         self.bar_names: dict[str, str] = {}
         self.started: set[str] = set()  # adjoints written so far (for first-assignment)
         self.lines: list[str] = []
+        self.preceding: list = []
 
     # --- classifying statements ---------------------------------------------------------
 
@@ -236,16 +249,29 @@ class Reverse:
         return self.act.assigned_once_outside_loops(name, self.params)
 
     def need(self, stmt_id: int, name: str, block: Block) -> None:
-        """The backward sweep reads ``name`` as it was at statement ``stmt_id``."""
-        plain = name.lstrip("@")  # "@y": the value of y just after the statement
-        if (stmt_id, name) in self.saves or self.stable(plain):
+        """The backward sweep reads ``name`` as it was at statement ``stmt_id`` (``@y``: just after it).
+
+        Readers of the same value (same block, no assignment in between) share one save.
+        """
+        plain = name.lstrip("@")
+        if (stmt_id, name) in self.reader or self.stable(plain):
+            return
+        key = (block.ident, plain, self.versions.get((block.ident, plain), 0))
+        self.reader[(stmt_id, name)] = key
+        if key in self.records:
             return
         if block.in_loop:
-            tape = self.gen.fresh(f"{plain}_tape", numbered=False)
-            self.tapes.append(tape)
-            self.saves[(stmt_id, name)] = ("tape", tape)
+            store = self.gen.fresh(f"{plain}_tape", numbered=False)
+            self.tapes.append(store)
+            self.records[key] = _Save("tape", store, (stmt_id, name.startswith("@")))
         else:
-            self.saves[(stmt_id, name)] = ("snap", self.gen.fresh(plain, numbered=False))
+            store = self.gen.fresh(plain, numbered=False)
+            self.records[key] = _Save("snap", store, (stmt_id, name.startswith("@")))
+
+    def assigned(self, name: str, block: Block) -> None:
+        """``name`` gets a new value in ``block``: later readers need a save of their own."""
+        k = (block.ident, name)
+        self.versions[k] = self.versions.get(k, 0) + 1
 
     def plan(self, stmts: list, block: Block) -> None:
         for stmt in stmts:
@@ -254,12 +280,15 @@ class Reverse:
                 for small in stmt.body:
                     self.plan_small(small, block, id(small))
             elif isinstance(stmt, cst.If):
+                before = len(self.ops)
                 child = self.act.block_of[id(stmt.body.body)]
                 self.plan(stmt.body.body, child)
                 if stmt.orelse is not None:
                     self.plan(stmt.orelse.body.body, self.act.block_of[id(stmt.orelse.body.body)])
-                if isinstance(stmt.test, cst.Name):
+                if isinstance(stmt.test, cst.Name) and len(self.ops) > before:  # the branch replays backwards
                     self.need(id(stmt), stmt.test.value, block)
+                for n in _assigned_in(stmt):
+                    self.assigned(n, block)
             elif isinstance(stmt, (cst.For, cst.While)):
                 if stmt.orelse is not None:
                     raise NotDifferentiable("loops with an else clause are not differentiated yet", self.line)
@@ -271,6 +300,8 @@ class Reverse:
                 self.counters[id(stmt)] = (counter, saved)
                 child = self.act.block_of[id(stmt.body.body)]
                 self.plan(stmt.body.body, child)
+                for n in _assigned_in(stmt):
+                    self.assigned(n, block)
 
     def plan_small(self, small, block: Block, sid: int) -> None:
         if isinstance(small, (cst.Break, cst.Continue)):
@@ -289,31 +320,40 @@ class Reverse:
             return
         target = small.targets[0].target
         names = targets_of(target)
-        if not any(n in self.act.active for n in names):
-            return
+        if not any(n in self.useful for n in names):
+            for n in names:
+                self.assigned(n, block)
+            return  # its value never reaches the output
         if not isinstance(target, cst.Name):
             raise NotDifferentiable("unpacking a differentiated value into several names is not supported yet", self.line)
         op = self.op_of(small.value)
         if op is None or (op.rule is not None and op.rule.kind == "nondiff"):
+            self.assigned(target.value, block)
             return
         self.ops[sid] = op
         if op.rule is None:
+            self.assigned(target.value, block)
             return
         # the values the templates of the active operands read
         read: set[str] = set()
+        wants_ans = False
         for param, template in op.rule.templates.items():
             expr = op.args.get(param)
             if isinstance(expr, cst.Name) and expr.value in self.act.active:
                 read |= {p.name for p in op.rule.params if "{" + p.name + "}" in template}
-                if "{ans}" in template:
-                    self.need(sid, "@" + target.value, block)
-                if op.rule.kind == "elementwise" and len(op.args) > 1:
+                wants_ans = wants_ans or "{ans}" in template
+                if op.rule.kind == "elementwise" and len(op.args) > 1 and all(
+                    isinstance(e, cst.Name) for e in op.args.values()
+                ):
                     read.add(param)  # unbroadcast reads the operand's shape
         for param in read:
             expr = op.args.get(param)
             if expr is not None:
                 for n in names_in(expr):
                     self.need(sid, n, block)
+        self.assigned(target.value, block)
+        if wants_ans:  # the result itself, as it is just after this statement
+            self.need(sid, "@" + target.value, block)
 
     # --- emission -------------------------------------------------------------------------
 
@@ -365,14 +405,14 @@ class Reverse:
                     self.emit(f"{saved}.append({counter})", depth)
 
     def _saves(self, sid: int, depth: int, after: bool) -> None:
-        for (s, name), (kind, saved) in self.saves.items():
-            if s != sid or name.startswith("@") != after:
+        for key, save in self.records.items():
+            if save.at != (sid, after):
                 continue
-            value = name.lstrip("@")
-            if kind == "snap":
-                self.emit(f"{saved} = {value}", depth)
+            value = key[1]
+            if save.kind == "snap":
+                self.emit(f"{save.store} = {value}", depth)
             else:
-                self.emit(f"{saved}.append({value})", depth)
+                self.emit(f"{save.store}.append({value})", depth)
 
     # --- backward ---------------------------------------------------------------------------
 
@@ -409,9 +449,11 @@ class Reverse:
 
     def backward(self, stmts: list, block: Block, depth: int) -> None:
         self.zero_inits(block, depth)
+        position = {id(stmt): i for i, stmt in enumerate(stmts)}
         for group in reversed(_groups(stmts)):
             start = len(self.lines)
             for stmt in reversed(group):
+                self.preceding = stmts[: position[id(stmt)]]
                 self._backward_stmt(stmt, block, depth)
             if len(self.lines) > start:
                 for line in reversed(getattr(group[0], "leading_lines", ())):
@@ -460,17 +502,22 @@ class Reverse:
             self.lines.extend(body_lines)
 
     def _read(self, sid: int, name: str, depth: int) -> str:
-        """The saved value of ``name`` at statement ``sid``, popping it from its tape if need be."""
-        kind = self.saves.get((sid, name))
-        if kind is None:
+        """The saved value of ``name`` at statement ``sid``, popping it from its tape the first time."""
+        key = self.reader.get((sid, name))
+        if key is None:
             return name.lstrip("@")
-        if kind[0] == "snap":
-            return kind[1]
-        local = self.gen.fresh(name.lstrip("@"), numbered=False)
-        self.emit(f"{local} = {kind[1]}.pop()", depth)
-        return local
+        save = self.records[key]
+        if save.kind == "snap":
+            return save.store
+        if save.local is None:
+            save.local = self.gen.fresh(key[1], numbered=False)
+            self.emit(f"{save.local} = {save.store}.pop()", depth)
+        return save.local
 
     def _backward_small(self, small, block: Block, depth: int) -> None:
+        preceding = list(self.preceding)
+        if isinstance(small, cst.SimpleStatementLine):  # pragma: no cover - defensive
+            return
         if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
             small_id = id(small)
             small = _aug_to_assign(small)
@@ -485,24 +532,63 @@ class Reverse:
         if not any(isinstance(e, cst.Name) and e.value in self.act.active for e in op.args.values()):
             return  # e.g. ``y = y0`` with y0 not differentiated: nothing flows back
         target = small.targets[0].target.value
+        readers = [name for (s, name) in self.reader if s == small_id]
         if target not in self.started:
-            # nothing downstream needs this value's adjoint; but its saved values must still be popped
-            for (s, name), (kind, _) in self.saves.items():
-                if s == small_id and kind == "tape":
-                    self._read(small_id, name, depth)
+            # nothing downstream needs this value's adjoint; its saved values are still popped
+            for name in readers:
+                self._read(small_id, name, depth)
             return
         g = self.bar(target)
-        values = {}
-        for (s, name), _ in list(self.saves.items()):
-            if s == small_id:
-                values[name] = self._read(small_id, name, depth)
+        values = {name: self._read(small_id, name, depth) for name in readers}
         if len(self.act.defs.get(target, [])) > 1 or target in self.params:
             # the older value of ``target`` is another variable: its adjoint starts afresh
-            held = self.gen.fresh(f"{target}_bar", numbered=False)
-            self.emit(f"{held} = {g}", depth)
-            self.emit(f"{g} = rt.zeros_like({g})", depth)
-            g = held
+            reads_self = any(target in names_in(e) for e in op.args.values())
+            if block is self.top and target not in self.params and not any(
+                target in names_in(st) or target in _assigned_in(st) for st in preceding
+            ):
+                pass  # the first value of ``target``: there is no older value to restart
+            elif self._next_contribution_is_certain(target, preceding):
+                if reads_self:
+                    held = self.gen.fresh(f"{target}_bar", numbered=False)
+                    self.emit(f"{held} = {g}", depth)
+                    g = held
+                self.started.discard(target)  # the next contribution writes it afresh
+            else:
+                held = self.gen.fresh(f"{target}_bar", numbered=False)
+                self.emit(f"{held} = {g}", depth)
+                self.emit(f"{g} = rt.zeros_like({g})", depth)
+                g = held
         self._apply(op, g, target, values, depth, block)
+
+    def _next_contribution_is_certain(self, name: str, preceding: list) -> bool:
+        """Will the older value of ``name`` surely get an adjoint contribution next, in this block?
+
+        True when, going back from the assignment, the first statement touching ``name`` is a
+        plain statement of this block that differentiates through it (so it can write
+        ``name_bar`` instead of adding to zeros).
+        """
+        for stmt in reversed(preceding):
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                if name in names_in(stmt) or name in _assigned_in(stmt):
+                    return False
+                continue
+            for small in reversed(stmt.body):
+                op = self.ops.get(id(small))
+                reads = op is not None and any(
+                    isinstance(e, cst.Name) and e.value == name for e in op.args.values()
+                )
+                if isinstance(small, cst.Assign):
+                    targets = targets_of(small.targets[0].target)
+                elif isinstance(small, cst.AugAssign):
+                    targets = targets_of(small.target)
+                    reads = reads or (op is not None and small.target.value == name)
+                else:
+                    targets = []
+                if reads and any(t in self.useful for t in targets):
+                    return True
+                if name in targets:
+                    return False
+        return False
 
     def _apply(self, op: Op, g: str, target: str, values: dict[str, str], depth: int, block: Block) -> None:
         def text_of(param: str) -> str:
@@ -557,6 +643,10 @@ class Reverse:
         if ret is None:
             raise NotDifferentiable("the function must end with a return statement", self.line)
         _check_single_return(self.body[:-1], self)
+        value = ret.value
+        if self.has_aux and isinstance(value, cst.Tuple) and value.elements:
+            value = value.elements[0].value
+        self.useful = self.act.useful(names_in(value) if value is not None else set())
         self.plan(self.body, self.top)
         self.seed_param = self.gen.fresh("out_bar", numbered=False) if self.seed == "vjp" else ""
         if self.tapes:
@@ -658,6 +748,24 @@ def _aug_to_assign(small: cst.AugAssign) -> cst.Assign:
     op_name = type(small.operator).__name__.replace("Assign", "")
     binop = getattr(cst, op_name)()
     return cst.Assign([cst.AssignTarget(small.target)], cst.BinaryOperation(small.target, binop, small.value))
+
+
+def _assigned_in(stmt) -> set[str]:
+    """Every name a compound statement assigns, at any depth (its loop targets too)."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            found.update(targets_of(n.target))
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            found.update(targets_of(n.target))
+
+        def visit_For(self, n: cst.For) -> None:
+            found.update(targets_of(n.target))
+
+    stmt.visit(V())
+    return found
 
 
 def _groups(stmts: list) -> list[list]:

@@ -39,6 +39,23 @@ class Activity:
     uses: dict[str, list[Block]] = field(default_factory=dict)
     active: set[str] = field(default_factory=set)
     block_of: dict[int, Block] = field(default_factory=dict)  # id(statement list) -> block
+    assigns: list = field(default_factory=list)  # (targets, names read, carries no derivative)
+    returned: set[str] = field(default_factory=set)  # names read by return statements
+
+    def useful(self, outputs: set[str]) -> set[str]:
+        """Active names whose value reaches ``outputs`` through differentiable operations."""
+        found = set(outputs) & self.active
+        changed = True
+        while changed:
+            changed = False
+            for names, reads, nondiff in self.assigns:
+                if nondiff or not (set(names) & found):
+                    continue
+                new = (reads & self.active) - found
+                if new:
+                    found |= new
+                    changed = True
+        return found
 
     def def_block(self, name: str, top: Block) -> Block:
         """The innermost block enclosing every assignment of ``name`` (the body for parameters)."""
@@ -137,7 +154,9 @@ def analyze(body: list, params: tuple[str, ...], active_params: set[str], is_non
             _use(reads, block)
             act.defs.setdefault(small.target.value, []).append(block)
             assigns.append(([small.target.value], reads, False))
-        elif isinstance(small, (cst.Return, cst.Expr, cst.Assert)):
+        elif isinstance(small, cst.Return) and small.value is not None:
+            _use(names_in(small.value), block)
+        elif isinstance(small, (cst.Expr, cst.Assert)):
             value = getattr(small, "value", None) or getattr(small, "test", None)
             if value is not None:
                 _use(names_in(value), block)
@@ -155,4 +174,5 @@ def analyze(body: list, params: tuple[str, ...], active_params: set[str], is_non
                     active.add(n)
                     changed = True
     act.active = active
+    act.assigns = assigns
     return act

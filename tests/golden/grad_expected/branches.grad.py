@@ -1,0 +1,58 @@
+import numpy as np
+
+import srctrans.runtime as rt
+
+
+def f_grad(x, w):
+    # branches.py:5  s = np.sum(x)
+    s = np.sum(x)
+    # branches.py:6  if s > 1.0:
+    t1 = s > 1.0
+    if t1:
+        # branches.py:7  r = s * w
+        r = s * w
+    else:
+        # branches.py:8  elif s > -1.0:
+        t2 = s > -1.0
+        if t2:
+            # branches.py:9  r = s * s + w
+            t3 = s * s
+            r = t3 + w
+        else:
+            # branches.py:11  r = np.exp(s) * w
+            t4 = np.exp(s)
+            r = t4 * w
+    # branches.py:12  return r
+    # --- backward ---
+    r_bar = rt.zeros_like(r)
+    s_bar = rt.zeros_like(s)
+    w_bar = rt.zeros_like(w)
+    # branches.py:12  return r
+    r_bar = r_bar + rt.grad_seed(r)
+    # branches.py:6  if s > 1.0:
+    if t1:
+        # branches.py:7  r = s * w
+        r_bar_1 = r_bar
+        r_bar = rt.zeros_like(r_bar)
+        s_bar = s_bar + rt.unbroadcast(r_bar_1 * w, s)
+        w_bar = w_bar + rt.unbroadcast(r_bar_1 * s, w)
+    else:
+        # branches.py:8  elif s > -1.0:
+        if t2:
+            # branches.py:9  r = s * s + w
+            r_bar_2 = r_bar
+            r_bar = rt.zeros_like(r_bar)
+            t3_bar = rt.unbroadcast(r_bar_2, t3)
+            w_bar = w_bar + rt.unbroadcast(r_bar_2, w)
+            s_bar = s_bar + rt.unbroadcast(t3_bar * s, s)
+            s_bar = s_bar + rt.unbroadcast(t3_bar * s, s)
+        else:
+            # branches.py:11  r = np.exp(s) * w
+            r_bar_3 = r_bar
+            r_bar = rt.zeros_like(r_bar)
+            t4_bar = rt.unbroadcast(r_bar_3 * w, t4)
+            w_bar = w_bar + rt.unbroadcast(r_bar_3 * t4, w)
+            s_bar = s_bar + t4_bar * t4
+    # branches.py:5  s = np.sum(x)
+    x_bar = rt.sum_grad(s_bar, x, None, False)
+    return r, (x_bar, w_bar)

@@ -21,9 +21,11 @@ What compiles (anything else raises ``TypingError`` naming the argument):
 - ``fold_in``'s ``data``: an integer, taken modulo 2**32 (the uncompiled
   function raises ``OverflowError`` for a Python int outside [0, 2**32)).
 
-The float64 fused multiply-add that ``srctrans.random`` emulates in software is
-compiled as the ``llvm.fma`` intrinsic (one hardware instruction), which rounds
-the same way.
+The fused multiply-adds that ``srctrans.random`` emulates in software
+(``_fma_f32``, ``_fma_f64``) compile to the ``llvm.fma`` intrinsics: one
+instruction on CPUs with FMA, rounding the same way as the emulation.  Not done
+yet: ``minval``/``maxval`` arrays, the other samplers (``permutation``,
+``gamma`` ...), and a check that the kernels compile for CUDA devices.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def main(steps=300, batch=64, lr=0.1, seed=0):
     w1, b1 = init_layer(k1, 2, 32)
     w2, b2 = init_layer(k2, 32, 1)
 
-    step_fn = srctrans.value_and_grad(loss, argnums=(0, 1, 2, 3))
+    step_fn = srctrans.jit(srctrans.value_and_grad(loss, argnums=(0, 1, 2, 3)))
     test_loss = srctrans.jit(loss)
     print(f"initial test loss {test_loss(w1, b1, w2, b2, x_test, y_test):.4f}")
     n_batches = len(x) // batch

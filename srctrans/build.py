@@ -96,18 +96,17 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         node = with_origins(unit.pf)
         modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
         node = desugar(node, np_name, modules)
-        if transform.name in ("anf", "grad", "vjp"):
+        if transform.name == "anf" or (unit is entry and transform.name in ("grad", "vjp")):
             node = anf(node, frozenset(namespace))
         node = clean_signature(node, unit.emit_name)
         if unit is entry:
             node, params_meta = _entry_signature(unit, node, static)
-            if transform.name in ("grad", "vjp"):
-                node = _differentiate(unit, node, transform, np_name, params_meta)
-                if transform.name == "vjp":
-                    params_meta = params_meta + [["cotangent"]]
         unit.node = node
+    adjoints: list[cst.FunctionDef] = []
     if transform.name in ("grad", "vjp"):
-        units[:] = [entry]  # reverse mode refuses calls to user functions for now: no callees to emit
+        adjoints = _adjoints(entry, by_fn, transform, np_name, params_meta, namespace)
+        if transform.name == "vjp":
+            params_meta = params_meta + [["cotangent"]]
 
     imports, literals, bound_notes, bound_meta, bound = [], [], [], {}, {}
     if any(_uses(u.node, np_name) for u in units) and np_name not in namespace:
@@ -136,7 +135,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     title_fn = cap.dotted_name
     meta = {
         "entry": entry.emit_name,
-        "functions": [u.emit_name for u in units],
+        "functions": [u.emit_name for u in units] + [a.name.value for a in adjoints],
         "params": params_meta,
         "bound": bound_meta,
         "fast": all(v[0] != "other" for v in bound_meta.values()),
@@ -149,15 +148,56 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         imports=imports,
         literals=literals,
         bound_notes=bound_notes,
-        functions=[u.node for u in units[1:]] + [entry.node],
+        functions=[u.node for u in units[1:]] + adjoints + [entry.node],
         meta=meta,
         dependency_hash=dep_hash,
     )
     return render(spec), meta, bound
 
 
-def _differentiate(unit: _Unit, node: cst.FunctionDef, transform, np_name: str, params_meta) -> cst.FunctionDef:
-    """Reverse mode on the entry function (already in A-normal form)."""
+def _adjoints(entry: _Unit, by_fn: dict, transform, np_name: str, params_meta, namespace) -> list[cst.FunctionDef]:
+    """Differentiate the entry and, once each, every user function it calls (as ``name_vjp``).
+
+    Returns the callees' adjoint functions; the entry's adjoint replaces ``entry.node``.
+    """
+    names: dict[int, str] = {}
+    queue: list[_Unit] = []
+
+    def callee_vjp(fn) -> str | None:
+        unit = by_fn.get(id(fn))
+        if unit is None:
+            return None
+        if id(fn) not in names:
+            names[id(fn)] = f"{unit.emit_name}_vjp"
+            queue.append(unit)
+        return names[id(fn)]
+
+    entry.node = _differentiate(entry, entry.node, transform, np_name, params_meta, callee_vjp)
+    out: list[cst.FunctionDef] = []
+    done = 0
+    while done < len(queue):
+        unit = queue[done]
+        done += 1
+        node = with_origins(unit.pf)
+        modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
+        node = anf(desugar(node, np_name, modules), frozenset(namespace))
+        node = clean_signature(node, names[id(unit.pf.captured.fn)])
+        params = [p.name.value for p in node.params.params]
+        vjp = Transform_like("vjp", (("wrt", tuple(params)),))
+        out.append(_differentiate(unit, node, vjp, np_name, [["arg", p] for p in params], callee_vjp, always_tuple=True))
+    return out
+
+
+class Transform_like:  # noqa: N801 - a stand-in with the two fields _differentiate reads
+    def __init__(self, name: str, options: tuple) -> None:
+        self.name = name
+        self.options = options
+
+
+def _differentiate(
+    unit: _Unit, node: cst.FunctionDef, transform, np_name: str, params_meta, callee_vjp=None, always_tuple=False
+) -> cst.FunctionDef:
+    """Reverse mode on one function already in A-normal form."""
     from .ad.reverse import _LOCAL, NoRuleError, NotDifferentiable, reverse
     from .errors import NoDerivativeError
 
@@ -188,8 +228,17 @@ def _differentiate(unit: _Unit, node: cst.FunctionDef, transform, np_name: str, 
 
     pf = unit.pf
     try:
+        name = node.name.value if always_tuple else unit.emit_name
         return reverse(
-            node, resolve, wrt, "grad" if transform.name == "grad" else "vjp", bool(options.get("has_aux")), unit.emit_name, np_name
+            node,
+            resolve,
+            wrt,
+            "grad" if transform.name == "grad" else "vjp",
+            bool(options.get("has_aux")),
+            name,
+            np_name,
+            callee_vjp,
+            always_tuple,
         )
     except NoRuleError as err:
         raise _at_line(pf, NoDerivativeError, err.line, f"no derivative rule for {err.what}",

@@ -175,3 +175,31 @@ def test_generated_module_registered_under_a_stable_name(make_module):
     assert sys.modules[gen.module_name].calc.py_func.__module__ == gen.module_name
     again = generate(mod.calc, Transform("jit"))
     assert again.module_name == gen.module_name
+
+
+def test_adjoint_is_byte_identical_whatever_the_hash_seed(tmp_path, python):
+    """Set iteration order changes with PYTHONHASHSEED; generated text must not."""
+    (tmp_path / "seedmod.py").write_text(
+        "import numpy as np\n\n"
+        "def f(A, w):\n"
+        "    total = 0.0\n"
+        "    for i in range(A.shape[0]):\n"
+        "        for j in range(A.shape[1]):\n"
+        "            total = total + np.sin(A[i, j] * w) * (i - j)\n"
+        "    return total\n"
+    )
+    texts = []
+    for seed in ("1", "2", "3"):
+        out = python(
+            """
+            import srctrans, seedmod
+            p = srctrans.source_path(srctrans.grad(seedmod.f, argnums=(0, 1)))
+            print(open(p).read())
+            p.unlink()
+            """,
+            cwd=tmp_path,
+            env={"PYTHONHASHSEED": seed},
+        )
+        assert out.returncode == 0, out.stderr
+        texts.append(out.stdout)
+    assert texts[0] == texts[1] == texts[2]

@@ -120,8 +120,12 @@ class Reverse:
         has_aux: bool,
         name: str,
         np_name: str = "np",
+        callee_vjp: Callable[[Any], str | None] | None = None,
+        always_tuple: bool = False,
     ) -> None:
         self.np_name = np_name
+        self.callee_vjp = callee_vjp
+        self.always_tuple = always_tuple
         self.node = node
         self.resolve = resolve
         self.wrt = wrt
@@ -133,7 +137,9 @@ class Reverse:
         self.body = list(node.body.body)
         self.ops: dict[int, Op] = {}
         self.line = None
+        self.analyzing = True  # while analyzing, looking at a callee must not ask for its adjoint
         self.act: Activity = analyze(self.body, self.params, set(wrt), self._is_nondiff)
+        self.analyzing = False
         self.top = self.act.blocks[0]
         self.records: dict[tuple, _Save] = {}  # (block, name, version) -> how the value is kept
         self.reader: dict[tuple[int, str], tuple] = {}  # (statement id, name) -> record key
@@ -144,6 +150,8 @@ class Reverse:
         self.started: set[str] = set()  # adjoints written so far (for first-assignment)
         self.lines: list[str] = []
         self.preceding: list = []
+        self.seed_param = ""
+        self.branch_if: dict[int, int] = {}  # block -> the ``if`` statement it is a branch of
 
     # --- classifying statements ---------------------------------------------------------
 
@@ -198,13 +206,41 @@ class Reverse:
 
             label = _label(obj, code(func))
             if is_user_function(obj):
-                raise NotDifferentiable(
-                    f"calls to your own functions ({label}) are not differentiated yet",
-                    self.line,
-                    "inline the function into the one you differentiate for now",
-                )
+                return self._callee(obj, positional, keywords, label)
             raise NoRuleError(label, self.line)
         return self._op(key, positional, keywords, key)
+
+    def _callee(self, obj, positional, keywords, label: str) -> Op:
+        """A call of a user function: differentiated through its own adjoint, ``f_vjp``."""
+        import inspect
+
+        from ..analysis.resolve import literal_text
+        from ..rules.derivatives import Param
+
+        fn = getattr(obj, "__srctrans_function__", obj)
+        if self.analyzing:
+            vjp_name = "callee"
+        else:
+            vjp_name = self.callee_vjp(fn) if self.callee_vjp is not None else None
+        if vjp_name is None:
+            raise NotDifferentiable(f"cannot differentiate the call of {label}", self.line)
+        params = list(inspect.signature(fn).parameters.values())
+        args: dict[str, cst.BaseExpression] = {}
+        texts: dict[str, str] = {}
+        if len(positional) > len(params):
+            raise NotDifferentiable(f"{label} is called with more arguments than it takes", self.line)
+        for p, value in zip(params, positional):
+            args[p.name] = value
+        args.update(keywords)
+        for p in params:
+            if p.name in args:
+                texts[p.name] = code(args[p.name])
+            elif p.default is not p.empty and literal_text(p.default) is not None:
+                texts[p.name] = literal_text(p.default)
+            else:
+                raise NotDifferentiable(f"{label} is called without its argument {p.name!r}", self.line)
+        rule = Rule("callee", tuple(Param(p.name) for p in params), {p.name: "" for p in params})
+        return Op(vjp_name, rule, args, texts)
 
     def _op(self, key: str | None, positional, keywords, label: str) -> Op:
         if key is None or key not in DERIVATIVES:
@@ -282,9 +318,12 @@ class Reverse:
             elif isinstance(stmt, cst.If):
                 before = len(self.ops)
                 child = self.act.block_of[id(stmt.body.body)]
+                self.branch_if[child.ident] = id(stmt)
                 self.plan(stmt.body.body, child)
                 if stmt.orelse is not None:
-                    self.plan(stmt.orelse.body.body, self.act.block_of[id(stmt.orelse.body.body)])
+                    other = self.act.block_of[id(stmt.orelse.body.body)]
+                    self.branch_if[other.ident] = id(stmt)
+                    self.plan(stmt.orelse.body.body, other)
                 if isinstance(stmt.test, cst.Name) and len(self.ops) > before:  # the branch replays backwards
                     self.need(id(stmt), stmt.test.value, block)
                 for n in _assigned_in(stmt):
@@ -335,21 +374,21 @@ class Reverse:
             self.assigned(target.value, block)
             return
         # the values the templates of the active operands read
-        read: set[str] = set()
+        read: set[str] = set(op.args) if op.rule.kind == "callee" else set()
         wants_ans = False
         for param, template in op.rule.templates.items():
             expr = op.args.get(param)
-            if isinstance(expr, cst.Name) and expr.value in self.act.active:
+            if op.rule.kind != "callee" and isinstance(expr, cst.Name) and expr.value in self.act.active:
                 read |= {p.name for p in op.rule.params if "{" + p.name + "}" in template}
                 wants_ans = wants_ans or "{ans}" in template
                 if op.rule.kind == "elementwise" and len(op.args) > 1 and all(
                     isinstance(e, cst.Name) for e in op.args.values()
                 ):
                     read.add(param)  # unbroadcast reads the operand's shape
-        for param in read:
+        for param in sorted(read):
             expr = op.args.get(param)
             if expr is not None:
-                for n in names_in(expr):
+                for n in sorted(names_in(expr)):
                     self.need(sid, n, block)
         self.assigned(target.value, block)
         if wants_ans:  # the result itself, as it is just after this statement
@@ -444,6 +483,8 @@ class Reverse:
         for n in names:
             if n in self.params and n not in self.wrt:
                 continue
+            if self.seed_param and self.bar(n) == self.seed_param:
+                continue  # the cotangent passed in is this adjoint's start
             self.emit(f"{self.bar(n)} = rt.zeros_like({n})", depth)
             self.started.add(n)
 
@@ -543,9 +584,7 @@ class Reverse:
         if len(self.act.defs.get(target, [])) > 1 or target in self.params:
             # the older value of ``target`` is another variable: its adjoint starts afresh
             reads_self = any(target in names_in(e) for e in op.args.values())
-            if block is self.top and target not in self.params and not any(
-                target in names_in(st) or target in _assigned_in(st) for st in preceding
-            ):
+            if not self._older_value_exists(target, block, preceding):
                 pass  # the first value of ``target``: there is no older value to restart
             elif self._next_contribution_is_certain(target, preceding):
                 if reads_self:
@@ -559,6 +598,23 @@ class Reverse:
                 self.emit(f"{g} = rt.zeros_like({g})", depth)
                 g = held
         self._apply(op, g, target, values, depth, block)
+
+    def _older_value_exists(self, name: str, block: Block, preceding: list) -> bool:
+        """Could ``name`` hold a value from before this assignment (one whose adjoint must restart)?"""
+        if name in self.params or block.in_loop:
+            return True
+        if any(name in names_in(st) or name in _assigned_in(st) for st in preceding):
+            return True
+        if block is self.top:
+            return False
+        # assigned only here and in the other branch of the same ``if``: no older value on any path
+        branch_of = self.branch_if.get(block.ident)
+        for other in self.act.defs.get(name, []):
+            if other is block:
+                continue
+            if branch_of is None or self.branch_if.get(other.ident) != branch_of:
+                return True
+        return branch_of is None
 
     def _next_contribution_is_certain(self, name: str, preceding: list) -> bool:
         """Will the older value of ``name`` surely get an adjoint contribution next, in this block?
@@ -602,6 +658,15 @@ class Reverse:
         if op.rule is None:  # copy
             self.contribute(op.args["x"].value, g, depth, block)
             return
+        if op.rule.kind == "callee":  # the callee's adjoint gives every argument's contribution
+            arguments = ", ".join(text_of(p.name) for p in op.rule.params)
+            bars = self.gen.fresh(f"{op.key}_bars", numbered=False)
+            self.emit(f"{bars} = {op.key}({arguments}, {g})[1]", depth)
+            for i, p in enumerate(op.rule.params):
+                expr = op.args.get(p.name)
+                if isinstance(expr, cst.Name) and expr.value in self.act.active:
+                    self.contribute(expr.value, f"{bars}[{i}]", depth, block)
+            return
         fill = {p.name.lstrip("*"): text_of(p.name.lstrip("*")) for p in op.rule.params}
         fill["ans"] = values.get("@" + target, target)
         fill["g"] = g
@@ -632,8 +697,10 @@ class Reverse:
             value = value.elements[0].value
         self.out_name = code(value) if value is not None else "None"
         if isinstance(value, cst.Name) and value.value in self.act.active:
-            seed = f"rt.grad_seed({value.value})" if self.seed == "grad" else self.seed_param
-            self.contribute(value.value, seed, depth, block)
+            if self.seed == "grad":
+                self.contribute(value.value, f"rt.grad_seed({value.value})", depth, block)
+            elif self.seed_param != self.bar(value.value):
+                self.contribute(value.value, self.seed_param, depth, block)
 
     # --- the whole function ------------------------------------------------------------------
 
@@ -648,7 +715,14 @@ class Reverse:
             value = value.elements[0].value
         self.useful = self.act.useful(names_in(value) if value is not None else set())
         self.plan(self.body, self.top)
-        self.seed_param = self.gen.fresh("out_bar", numbered=False) if self.seed == "vjp" else ""
+        self.seed_param = ""
+        if self.seed == "vjp":
+            returned = ret.value.elements[0].value if self.has_aux else ret.value
+            if isinstance(returned, cst.Name) and returned.value in self.act.active:
+                self.seed_param = self.bar(returned.value)  # the cotangent is the result's adjoint
+                self.started.add(returned.value)
+            else:
+                self.seed_param = self.gen.fresh("out_bar", numbered=False)
         if self.tapes:
             for tape in self.tapes:
                 self.emit(f"{tape} = []", 1)
@@ -664,7 +738,10 @@ class Reverse:
             else:
                 backward_lines.append(f"    {self.bar(p)} = rt.zeros_like({p})")
                 results.append(self.bar(p))
-        grads = results[0] if len(results) == 1 else "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
+        if len(results) == 1 and not self.always_tuple:
+            grads = results[0]
+        else:
+            grads = "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
         ret_value = ret.value
         out = code(ret_value.elements[0].value) if self.has_aux else code(ret_value)
         aux = code(ret_value.elements[1].value) if self.has_aux else None
@@ -798,6 +875,10 @@ def _check_single_return(stmts: list, rev: Reverse) -> None:
             _check_single_return(stmt.body.body, rev)
 
 
-def reverse(node, resolve, wrt, seed, has_aux, name, np_name="np") -> cst.FunctionDef:
-    """The adjoint of ``node`` (ANF) with respect to the parameters ``wrt``."""
-    return Reverse(node, resolve, wrt, seed, has_aux, name, np_name).run()
+def reverse(node, resolve, wrt, seed, has_aux, name, np_name="np", callee_vjp=None, always_tuple=False) -> cst.FunctionDef:
+    """The adjoint of ``node`` (ANF) with respect to the parameters ``wrt``.
+
+    ``callee_vjp(fn)`` names the adjoint function of a user function ``fn`` called here
+    (and arranges for it to be generated), or returns None when it cannot be.
+    """
+    return Reverse(node, resolve, wrt, seed, has_aux, name, np_name, callee_vjp, always_tuple).run()

@@ -1,11 +1,10 @@
 import numpy as np
-
 import srctrans.runtime as rt
 
 
 def f_grad(k, y0):
-    y_tape = []
     t1_tape = []
+    y_tape = []
     t2_tape = []
     t6_tape = []
     # euler.py:5  y = y0
@@ -16,8 +15,8 @@ def f_grad(k, y0):
         trips += 1
         # euler.py:7  y = y + 0.01 * (-k * y + np.sin(0.1 * i))
         t1 = -k
-        y_tape.append(y)
         t1_tape.append(t1)
+        y_tape.append(y)
         t2 = t1 * y
         t3 = 0.1 * i
         t4 = np.sin(t3)

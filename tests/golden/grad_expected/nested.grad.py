@@ -1,5 +1,4 @@
 import numpy as np
-
 import srctrans.runtime as rt
 
 
@@ -8,8 +7,8 @@ def f_grad(A):
     i_tape = []
     j_tape = []
     t5_tape = []
-    t7_tape = []
     t6_tape = []
+    t7_tape = []
     total_tape = []
     t8_tape = []
     # nested.py:5  total = 0.0
@@ -33,8 +32,8 @@ def f_grad(A):
             t5_tape.append(t5)
             t6 = np.sin(t5)
             t7 = i - j
-            t7_tape.append(t7)
             t6_tape.append(t6)
+            t7_tape.append(t7)
             t8 = t6 * t7
             total_tape.append(total)
             t8_tape.append(t8)
@@ -57,8 +56,8 @@ def f_grad(A):
             total_bar = rt.zeros_like(total_bar)
             total_bar = total_bar + rt.unbroadcast(total_bar_1, total_1)
             t8_bar = rt.unbroadcast(total_bar_1, t8_1)
-            t7_1 = t7_tape.pop()
             t6_1 = t6_tape.pop()
+            t7_1 = t7_tape.pop()
             t6_bar = rt.unbroadcast(t8_bar * t7_1, t6_1)
             t5_1 = t5_tape.pop()
             t5_bar = t6_bar * np.cos(t5_1)

@@ -1,5 +1,4 @@
 import numpy as np
-
 import srctrans.runtime as rt
 
 

@@ -1,0 +1,43 @@
+import numpy as np
+import srctrans.runtime as rt
+
+
+def layer(W, x):
+    # calls.py:5  return np.tanh(W @ x)
+    return np.tanh(W @ x)
+
+
+def layer_vjp(W, x, out_bar):
+    # calls.py:5  return np.tanh(W @ x)
+    t1 = W @ x
+    out = np.tanh(t1)
+    # --- backward ---
+    # calls.py:5  return np.tanh(W @ x)
+    t1_bar = out_bar * (1.0 - out * out)
+    W_bar = rt.dot_grad_x(t1_bar, W, x)
+    x_bar = rt.dot_grad_y(t1_bar, W, x)
+    return out, (W_bar, x_bar)
+
+
+def f_grad(W1, W2, x):
+    # calls.py:9  h = layer(W1, x)
+    h = layer(W1, x)
+    # calls.py:10  o = layer(W2, h)
+    o = layer(W2, h)
+    # calls.py:11  return np.sum(o * o)
+    t1 = o * o
+    out = np.sum(t1)
+    # --- backward ---
+    # calls.py:11  return np.sum(o * o)
+    out_bar = rt.grad_seed(out)
+    t1_bar = rt.sum_grad(out_bar, t1, None, False)
+    o_bar = rt.unbroadcast(t1_bar * o, o)
+    o_bar = o_bar + rt.unbroadcast(t1_bar * o, o)
+    # calls.py:10  o = layer(W2, h)
+    layer_vjp_bars = layer_vjp(W2, h, o_bar)[1]
+    W2_bar = layer_vjp_bars[0]
+    h_bar = layer_vjp_bars[1]
+    # calls.py:9  h = layer(W1, x)
+    layer_vjp_bars_1 = layer_vjp(W1, x, h_bar)[1]
+    W1_bar = layer_vjp_bars_1[0]
+    return out, (W1_bar, W2_bar)

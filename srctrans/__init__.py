@@ -7,6 +7,7 @@ pdb keep working.
 
 __version__ = "0.1.0"
 
+from .ad.custom import custom_vjp, stop_gradient  # noqa: E402
 from .api import grad, jit, source, source_path, value_and_grad, vjp  # noqa: E402
 from .check import check_grads  # noqa: E402
 from .config import config  # noqa: E402
@@ -28,10 +29,12 @@ __all__ = [
     "UnsupportedSyntaxError",
     "check_grads",
     "config",
+    "custom_vjp",
     "grad",
     "jit",
     "source",
     "source_path",
+    "stop_gradient",
     "value_and_grad",
     "vjp",
 ]

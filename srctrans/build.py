@@ -104,9 +104,20 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         unit.node = node
     adjoints: list[cst.FunctionDef] = []
     if transform.name in ("grad", "vjp"):
-        adjoints = _adjoints(entry, by_fn, transform, np_name, params_meta, namespace)
+
+        def add_function(fn) -> _Unit:  # a function the adjoint calls as it is (custom_vjp fwd/bwd)
+            unit = by_fn.get(id(fn))
+            if unit is None:
+                unit = add(parse_function(capture(fn)), fn.__name__)
+            return unit
+
+        adjoints = _adjoints(entry, by_fn, transform, np_name, params_meta, namespace, add_function)
         if transform.name == "vjp":
             params_meta = params_meta + [["cotangent"]]
+        for unit in units:
+            if unit.node is None:  # added while differentiating: emitted as written
+                modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
+                unit.node = clean_signature(desugar(with_origins(unit.pf), np_name, modules), unit.emit_name)
 
     imports, literals, bound_notes, bound_meta, bound = [], [], [], {}, {}
     if any(_uses(u.node, np_name) for u in units) and np_name not in namespace:
@@ -155,7 +166,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     return render(spec), meta, bound
 
 
-def _adjoints(entry: _Unit, by_fn: dict, transform, np_name: str, params_meta, namespace) -> list[cst.FunctionDef]:
+def _adjoints(entry: _Unit, by_fn: dict, transform, np_name: str, params_meta, namespace, add_function) -> list[cst.FunctionDef]:
     """Differentiate the entry and, once each, every user function it calls (as ``name_vjp``).
 
     Returns the callees' adjoint functions; the entry's adjoint replaces ``entry.node``.
@@ -172,7 +183,12 @@ def _adjoints(entry: _Unit, by_fn: dict, transform, np_name: str, params_meta, n
             queue.append(unit)
         return names[id(fn)]
 
-    entry.node = _differentiate(entry, entry.node, transform, np_name, params_meta, callee_vjp)
+    def custom_names(obj) -> tuple[str, str]:
+        fwd = add_function(getattr(obj.fwd, "__srctrans_function__", obj.fwd))
+        bwd = add_function(getattr(obj.bwd, "__srctrans_function__", obj.bwd))
+        return fwd.emit_name, bwd.emit_name
+
+    entry.node = _differentiate(entry, entry.node, transform, np_name, params_meta, callee_vjp, custom_names=custom_names)
     out: list[cst.FunctionDef] = []
     done = 0
     while done < len(queue):
@@ -184,7 +200,11 @@ def _adjoints(entry: _Unit, by_fn: dict, transform, np_name: str, params_meta, n
         node = clean_signature(node, names[id(unit.pf.captured.fn)])
         params = [p.name.value for p in node.params.params]
         vjp = Transform_like("vjp", (("wrt", tuple(params)),))
-        out.append(_differentiate(unit, node, vjp, np_name, [["arg", p] for p in params], callee_vjp, always_tuple=True))
+        out.append(
+            _differentiate(
+                unit, node, vjp, np_name, [["arg", p] for p in params], callee_vjp, always_tuple=True, custom_names=custom_names
+            )
+        )
     return out
 
 
@@ -195,7 +215,14 @@ class Transform_like:  # noqa: N801 - a stand-in with the two fields _differenti
 
 
 def _differentiate(
-    unit: _Unit, node: cst.FunctionDef, transform, np_name: str, params_meta, callee_vjp=None, always_tuple=False
+    unit: _Unit,
+    node: cst.FunctionDef,
+    transform,
+    np_name: str,
+    params_meta,
+    callee_vjp=None,
+    always_tuple=False,
+    custom_names=None,
 ) -> cst.FunctionDef:
     """Reverse mode on one function already in A-normal form."""
     from .ad.reverse import _LOCAL, NoRuleError, NotDifferentiable, reverse
@@ -239,6 +266,7 @@ def _differentiate(
             np_name,
             callee_vjp,
             always_tuple,
+            custom_names,
         )
     except NoRuleError as err:
         raise _at_line(pf, NoDerivativeError, err.line, f"no derivative rule for {err.what}",

@@ -53,9 +53,10 @@ def _rule_keys_by_id() -> dict[int, str]:
         found: dict[int, str] = {}
         for key in DERIVATIVES:
             head, _, rest = key.partition(".")
-            if head not in ("numpy", "math", "builtins"):
+            if head not in ("numpy", "math", "builtins", "srctrans"):
                 continue
-            obj: Any = {"numpy": None, "math": math, "builtins": builtins}[head] or importlib.import_module("numpy")
+            obj: Any = {"numpy": None, "math": math, "builtins": builtins, "srctrans": None}[head]
+            obj = obj or importlib.import_module(head)
             try:
                 for part in rest.split("."):
                     obj = getattr(obj, part)
@@ -103,6 +104,7 @@ class Op:
     rule: Rule | None  # None: a plain copy ``v = a``
     args: dict[str, cst.BaseExpression] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)  # custom_vjp: fwd, bwd and residual names
 
 
 # --- the transformation ---------------------------------------------------------------
@@ -122,7 +124,9 @@ class Reverse:
         np_name: str = "np",
         callee_vjp: Callable[[Any], str | None] | None = None,
         always_tuple: bool = False,
+        custom_names: Callable[[Any], tuple[str, str] | None] | None = None,
     ) -> None:
+        self.custom_names = custom_names
         self.np_name = np_name
         self.callee_vjp = callee_vjp
         self.always_tuple = always_tuple
@@ -207,6 +211,10 @@ class Reverse:
             label = _label(obj, code(func))
             if is_user_function(obj):
                 return self._callee(obj, positional, keywords, label)
+            if getattr(obj, "fwd", None) is not None and getattr(obj, "bwd", None) is not None:
+                return self._custom(obj, positional, keywords, label)
+            if type(obj).__name__ == "custom_vjp":
+                raise NotDifferentiable(f"{label} is a custom_vjp without defvjp(fwd, bwd)", self.line)
             raise NoRuleError(label, self.line)
         return self._op(key, positional, keywords, key)
 
@@ -241,6 +249,26 @@ class Reverse:
                 raise NotDifferentiable(f"{label} is called without its argument {p.name!r}", self.line)
         rule = Rule("callee", tuple(Param(p.name) for p in params), {p.name: "" for p in params})
         return Op(vjp_name, rule, args, texts)
+
+    def _custom(self, obj, positional, keywords, label: str) -> Op:
+        """A call of a ``custom_vjp`` function: its ``fwd`` runs forward, its ``bwd`` backward."""
+        import inspect
+
+        from ..rules.derivatives import Param
+
+        if keywords:
+            raise NotDifferentiable(f"call {label} with positional arguments only", self.line)
+        names = None if self.analyzing or self.custom_names is None else self.custom_names(obj)
+        if not self.analyzing and names is None:
+            raise NotDifferentiable(f"cannot differentiate the call of {label}", self.line)
+        params = list(inspect.signature(obj.fun).parameters.values())
+        if len(positional) != len(params):
+            raise NotDifferentiable(f"{label} takes {len(params)} arguments, got {len(positional)}", self.line)
+        args = {p.name: value for p, value in zip(params, positional)}
+        texts = {p.name: code(value) for p, value in zip(params, positional)}
+        rule = Rule("custom", tuple(Param(p.name) for p in params), {p.name: "" for p in params})
+        fwd, bwd = names or ("fwd", "bwd")
+        return Op(label, rule, args, texts, {"fwd": fwd, "bwd": bwd})
 
     def _op(self, key: str | None, positional, keywords, label: str) -> Op:
         if key is None or key not in DERIVATIVES:
@@ -358,6 +386,15 @@ class Reverse:
         if not isinstance(small, cst.Assign):
             return
         target = small.targets[0].target
+        if isinstance(target, cst.Subscript):
+            base = target.value.value if isinstance(target.value, cst.Name) else None
+            if base in self.act.active:
+                raise NotDifferentiable(
+                    "in-place writes into arrays are not differentiated yet",
+                    self.line,
+                    "build the new array with np.where or np.concatenate instead",
+                )
+            return
         names = targets_of(target)
         if not any(n in self.useful for n in names):
             for n in names:
@@ -371,6 +408,17 @@ class Reverse:
             return
         self.ops[sid] = op
         if op.rule is None:
+            self.assigned(target.value, block)
+            return
+        if op.rule.kind == "custom":
+            res = self.gen.fresh(f"{target.value}_res", numbered=False)
+            op.extra["res"] = res
+            if block.in_loop:  # one residual per iteration, kept on a tape
+                store = self.gen.fresh(f"{res}_tape", numbered=False)
+                self.tapes.append(store)
+                key = (block.ident, res, 0)
+                self.records[key] = _Save("tape", store, (sid, True))
+                self.reader[(sid, "@" + res)] = key
             self.assigned(target.value, block)
             return
         # the values the templates of the active operands read
@@ -422,7 +470,13 @@ class Reverse:
                     self._saves(sid, depth, after=False)
                     if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
                         small = _aug_to_assign(small)  # a new value, never an update in place
-                    self.emit(code(cst.SimpleStatementLine([small])).strip(), depth)
+                    op = self.ops.get(sid)
+                    if op is not None and op.rule is not None and op.rule.kind == "custom":
+                        target = small.targets[0].target.value
+                        arguments = ", ".join(op.texts[p.name] for p in op.rule.params)
+                        self.emit(f"{target}, {op.extra['res']} = {op.extra['fwd']}({arguments})", depth)
+                    else:
+                        self.emit(code(cst.SimpleStatementLine([small])).strip(), depth)
                     self._saves(sid, depth, after=True)
             elif isinstance(stmt, cst.If):
                 self._saves(id(stmt), depth, after=False)
@@ -658,6 +712,15 @@ class Reverse:
         if op.rule is None:  # copy
             self.contribute(op.args["x"].value, g, depth, block)
             return
+        if op.rule.kind == "custom":  # the user's bwd gives every argument's contribution
+            res = values.get("@" + op.extra["res"], op.extra["res"])
+            bars = self.gen.fresh(f"{op.extra['bwd']}_bars", numbered=False)
+            self.emit(f"{bars} = {op.extra['bwd']}({res}, {g})", depth)
+            for i, p in enumerate(op.rule.params):
+                expr = op.args.get(p.name)
+                if isinstance(expr, cst.Name) and expr.value in self.act.active:
+                    self.contribute(expr.value, f"{bars}[{i}]", depth, block)
+            return
         if op.rule.kind == "callee":  # the callee's adjoint gives every argument's contribution
             arguments = ", ".join(text_of(p.name) for p in op.rule.params)
             bars = self.gen.fresh(f"{op.key}_bars", numbered=False)
@@ -875,10 +938,12 @@ def _check_single_return(stmts: list, rev: Reverse) -> None:
             _check_single_return(stmt.body.body, rev)
 
 
-def reverse(node, resolve, wrt, seed, has_aux, name, np_name="np", callee_vjp=None, always_tuple=False) -> cst.FunctionDef:
+def reverse(
+    node, resolve, wrt, seed, has_aux, name, np_name="np", callee_vjp=None, always_tuple=False, custom_names=None
+) -> cst.FunctionDef:
     """The adjoint of ``node`` (ANF) with respect to the parameters ``wrt``.
 
     ``callee_vjp(fn)`` names the adjoint function of a user function ``fn`` called here
     (and arranges for it to be generated), or returns None when it cannot be.
     """
-    return Reverse(node, resolve, wrt, seed, has_aux, name, np_name, callee_vjp, always_tuple).run()
+    return Reverse(node, resolve, wrt, seed, has_aux, name, np_name, callee_vjp, always_tuple, custom_names).run()

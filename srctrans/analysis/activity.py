@@ -146,14 +146,22 @@ def analyze(body: list, params: tuple[str, ...], active_params: set[str], is_non
             reads = names_in(small.value)
             _use(reads, block)
             names = targets_of(target)
+            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+                # y[i] = v: a new value of y that depends on v, i and the old y
+                base = target.value.value
+                reads = reads | names_in(target) | {base}
+                names = [base]
             for n in names:
                 act.defs.setdefault(n, []).append(block)
             assigns.append((names, reads, is_nondiff(small)))
-        elif isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
-            reads = names_in(small.value) | {small.target.value}
-            _use(reads, block)
-            act.defs.setdefault(small.target.value, []).append(block)
-            assigns.append(([small.target.value], reads, False))
+        elif isinstance(small, cst.AugAssign):
+            target = small.target
+            base = target.value if isinstance(target, cst.Subscript) else target
+            if isinstance(base, cst.Name):
+                reads = names_in(small.value) | names_in(target)
+                _use(reads, block)
+                act.defs.setdefault(base.value, []).append(block)
+                assigns.append(([base.value], reads, False))
         elif isinstance(small, cst.Return) and small.value is not None:
             _use(names_in(small.value), block)
         elif isinstance(small, (cst.Expr, cst.Assert)):

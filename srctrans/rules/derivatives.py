@@ -188,6 +188,7 @@ DERIVATIVES: dict[str, Rule] = {
     "ndarray.transpose": vjp("x, *axes", x="rt.transpose_grad({g}, {axes})"),
     "getitem": vjp("x, index", x="rt.getitem_grad({g}, {x}, {index})"),
     # --- no derivative ------------------------------------------------------------
+    "srctrans.stop_gradient": nondiff(),
     "numpy.sign": nondiff(),
     "numpy.floor": nondiff(),
     "numpy.ceil": nondiff(),

@@ -15,11 +15,19 @@ from srctrans.rules.derivatives import DERIVATIVES, elementwise
 
 from .specs import SPECS
 
-CASES = [(key, i, fn, makers) for key, entries in SPECS.items() for i, (fn, makers) in enumerate(entries)]
+# Rules whose derivative deliberately differs from central differences, tested elsewhere.
+NOT_NUMERIC = {"srctrans.stop_gradient": "tests/test_grad_api.py::test_custom_vjp_and_stop_gradient"}
+
+CASES = [
+    (key, i, fn, makers)
+    for key, entries in SPECS.items()
+    if key not in NOT_NUMERIC
+    for i, (fn, makers) in enumerate(entries)
+]
 
 
 def test_every_rule_has_a_spec():
-    assert set(DERIVATIVES) - set(SPECS) == set(), "rules without a spec"
+    assert set(DERIVATIVES) - set(SPECS) - set(NOT_NUMERIC) == set(), "rules without a spec"
     assert set(SPECS) - set(DERIVATIVES) == set(), "specs without a rule"
 
 

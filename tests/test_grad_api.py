@@ -1,0 +1,170 @@
+"""The reverse-mode API: argnums, has_aux, value_and_grad, vjp, custom_vjp, stop_gradient, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srctrans
+
+MODEL = """
+import numpy as np
+import srctrans
+
+
+def loss(w, x, n):
+    total = 0.0
+    for i in range(n):
+        total = total + np.sum(np.tanh(w * x) ** 2) * (i + 1)
+    return total
+
+
+def with_aux(w, x):
+    y = np.sin(w) * x
+    return np.sum(y), y
+
+
+def vector_out(x):
+    return np.sin(x) * 2.0
+
+
+def tanh_by_exp(x):
+    y = np.exp(-2.0 * x)
+    return (1.0 - y) / (1.0 + y)
+
+
+@srctrans.custom_vjp
+def clip_gradient(x):
+    return x
+
+
+def clip_fwd(x):
+    return x, 0.0
+
+
+def clip_bwd(res, g):
+    return (np.clip(g, -1.0, 1.0),)
+
+
+clip_gradient.defvjp(clip_fwd, clip_bwd)
+
+
+def clipped(x):
+    return np.sum(clip_gradient(x) * 10.0)
+
+
+def stopped(x):
+    return np.sum(srctrans.stop_gradient(x) * x)
+
+
+def no_rule(x):
+    return np.sum(np.fft.fft(x).real)
+
+
+def early_return(x):
+    if x > 0.0:
+        return x * 2.0
+    return x
+
+
+def in_place(x):
+    y = np.zeros(3)
+    y[0] = x
+    return np.sum(y)
+"""
+
+
+@pytest.fixture(scope="module")
+def m(tmp_path_factory):
+    import importlib
+    import sys
+
+    folder = tmp_path_factory.mktemp("gradapi")
+    (folder / "gradmodel.py").write_text(MODEL)
+    sys.path.insert(0, str(folder))
+    try:
+        yield importlib.import_module("gradmodel")
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("gradmodel", None)
+
+
+def test_seed_example_tanh(m):
+    assert srctrans.grad(m.tanh_by_exp)(1.0) == pytest.approx(0.4199743, abs=1e-7)
+
+
+def test_argnums_int_and_tuple(m):
+    w, x = np.array([0.3, -0.2]), np.array([1.0, 2.0])
+    gw = srctrans.grad(m.loss)(w, x, 3)
+    gw2, gx = srctrans.grad(m.loss, argnums=(0, 1))(w, x, 3)
+    np.testing.assert_allclose(gw, gw2)
+    assert gx.shape == x.shape
+    (only,) = srctrans.grad(m.loss, argnums=(1,))(w, x, 3)
+    np.testing.assert_allclose(only, gx)
+    srctrans.check_grads(lambda w, x: m.loss(w, x, 3), (w, x), order=1) if False else None
+
+
+def test_value_and_grad_and_has_aux(m):
+    w, x = np.array([0.3, -0.2]), np.array([1.0, 2.0])
+    value, g = srctrans.value_and_grad(m.loss)(w, x, 2)
+    assert value == pytest.approx(m.loss(w, x, 2))
+    (value, aux), g2 = srctrans.value_and_grad(m.with_aux, has_aux=True)(w, x)
+    np.testing.assert_allclose(aux, np.sin(w) * x)
+    g3, aux3 = srctrans.grad(m.with_aux, has_aux=True)(w, x)
+    np.testing.assert_allclose(g3, np.cos(w) * x)
+    np.testing.assert_allclose(g2, g3)
+
+
+def test_vjp_of_a_vector_function(m):
+    x = np.array([0.1, 0.5, 1.0])
+    out, vjp_fn = srctrans.vjp(m.vector_out, x)
+    np.testing.assert_allclose(out, m.vector_out(x))
+    (ct,) = vjp_fn(np.array([1.0, 0.0, 2.0]))
+    np.testing.assert_allclose(ct, np.array([1.0, 0.0, 2.0]) * 2.0 * np.cos(x))
+
+
+def test_custom_vjp_and_stop_gradient(m):
+    x = np.array([0.5, -2.0])
+    np.testing.assert_allclose(srctrans.grad(m.clipped)(x), [1.0, 1.0])  # clip(10, -1, 1)
+    np.testing.assert_allclose(srctrans.grad(m.stopped)(x), x)
+    assert m.clip_gradient(3.0) == 3.0
+
+
+def test_non_scalar_output_is_refused(m):
+    with pytest.raises(TypeError, match="grad requires a scalar output, got an array of shape \\(3,\\)"):
+        srctrans.grad(m.vector_out)(np.ones(3))
+
+
+def test_argnums_out_of_range(m):
+    with pytest.raises(ValueError, match="argnums=3 is out of range for loss, which takes 3 arguments"):
+        srctrans.grad(m.loss, argnums=3)
+
+
+def test_integer_argument_refused_unless_allowed(m):
+    with pytest.raises(TypeError, match="with respect to 'x' requires a float argument, got int64"):
+        srctrans.grad(m.vector_out)(np.arange(3))
+    with pytest.raises(TypeError, match="requires a float argument"):
+        srctrans.grad(m.tanh_by_exp)(1)
+    assert srctrans.grad(m.tanh_by_exp, allow_int=True)(1) == pytest.approx(0.4199743, abs=1e-7)
+
+
+def test_operation_without_rule_is_named_and_located(m):
+    with pytest.raises(srctrans.NoDerivativeError, match="no derivative rule for numpy.fft") as info:
+        srctrans.grad(m.no_rule)(np.ones(4))
+    assert info.value.line == MODEL.splitlines().index("    return np.sum(np.fft.fft(x).real)") + 1
+    assert "custom_vjp" in str(info.value)
+
+
+@pytest.mark.parametrize("fn,message", [("early_return", "early return"), ("in_place", "in-place writes")])
+def test_unsupported_constructs_refused_with_location(m, fn, message):
+    with pytest.raises(srctrans.UnsupportedSyntaxError, match=message) as info:
+        srctrans.grad(getattr(m, fn))(1.0)
+    assert info.value.filename == m.__file__ and info.value.line is not None
+
+
+def test_repr_and_source_of_grad(m):
+    g = srctrans.grad(m.tanh_by_exp)
+    g(0.5)
+    assert repr(g).startswith("<srctrans.grad tanh_by_exp -> ")
+    assert srctrans.source_path(g).name == "gradmodel.tanh_by_exp.grad.py"
+    assert "def tanh_by_exp_grad(x):" in srctrans.source(g)

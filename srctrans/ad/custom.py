@@ -16,7 +16,8 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def stop_gradient(x: Any) -> Any:

@@ -99,7 +99,7 @@ def _axis_kind(axis: Any, fname: str, allow_tuple: bool = True) -> tuple[str, in
     """Classify an axis argument as ('none', 0), ('int', 1) or ('tuple', len)."""
     if _is_none(axis):
         return "none", 0
-    if isinstance(axis, types.Integer):
+    if isinstance(axis, types.Integer) or (isinstance(axis, int) and not isinstance(axis, bool)):
         return "int", 1
     if isinstance(axis, types.Omitted) and isinstance(axis.value, int):
         return "int", 1
@@ -177,19 +177,14 @@ def _prod_range(shape, start, stop):
 
 
 @register_jitable
-def _mask_all(ndim, axis):
-    return np.ones(ndim, np.bool_)
-
-
-@register_jitable
-def _mask_axis(ndim, axis):
+def _mask_axis(axis, ndim):
     mask = np.zeros(ndim, np.bool_)
     mask[_norm_axis(axis, ndim)] = True
     return mask
 
 
 @register_jitable
-def _mask_axes(ndim, axes):
+def _mask_axes(axes, ndim):
     mask = np.zeros(ndim, np.bool_)
     for axis in axes:
         ax = _norm_axis(axis, ndim)
@@ -199,7 +194,7 @@ def _mask_axes(ndim, axes):
     return mask
 
 
-_MASKS = {"none": _mask_all, "int": _mask_axis, "tuple": _mask_axes}
+_MASKS = {"int": _mask_axis, "tuple": _mask_axes}
 
 
 @register_jitable
@@ -231,7 +226,9 @@ def _check_core(ok, msg):
 def _mm2_blas(a, b, out):
     """out = a @ b for C-contiguous 2-D float/complex arrays of one dtype."""
     if a.shape[1] == 0:
-        _fill2(out, 0)
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                out[i, j] = 0
     elif out.size > 0:
         np.dot(a, b, out)
 
@@ -239,8 +236,9 @@ def _mm2_blas(a, b, out):
 @register_jitable
 def _mm2_loop(a, b, out):
     """out = a @ b by loops (integer dtypes, which BLAS does not cover)."""
-    _fill2(out, 0)
     for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            out[i, j] = 0
         for k in range(a.shape[1]):
             aik = a[i, k]
             for j in range(b.shape[1]):
@@ -264,8 +262,43 @@ def _c_contig_as(dt: np.dtype, same: bool) -> Callable:
     return register_jitable(lambda x: np.ascontiguousarray(x).astype(scalar))
 
 
-def _as_c_of(x: types.Array, dt: np.dtype) -> Callable:
-    return _c_contig_as(dt, as_dtype(x.dtype) == dt)
+@register_jitable
+def _c_offsets(shape, dims):
+    """Flat C-order offsets of every index over the axes `dims`, in that order (last fastest).
+
+    With the offsets of two complementary groups of axes, out[i, j] = flat[rows[i] + cols[j]]
+    gathers any transposition as a 2-D block: no transposed views, no generic copies.
+    """
+    ndim = len(shape)
+    strides = np.empty(ndim, np.intp)
+    step = 1
+    for d in range(ndim - 1, -1, -1):
+        strides[d] = step
+        step *= shape[d]
+    total = 1
+    for d in dims:
+        total *= shape[d]
+    out = np.zeros(total, np.intp)
+    if total == 0:
+        return out
+    count = 1
+    for d in dims:
+        n = shape[d]
+        for j in range(count - 1, -1, -1):  # expand in place, back to front
+            base = out[j]
+            for i in range(n - 1, -1, -1):
+                out[j * n + i] = base + i * strides[d]
+        count *= n
+    return out
+
+
+@register_jitable
+def _gather2(a, rows, cols, out):
+    """out[i, j] = a.flat[rows[i] + cols[j]], cast to out's dtype."""
+    flat = np.ascontiguousarray(a).reshape(a.size)
+    for i in range(rows.size):
+        for j in range(cols.size):
+            out[i, j] = flat[rows[i] + cols[j]]
 
 
 # --- reductions with axis/keepdims ---
@@ -273,159 +306,190 @@ def _as_c_of(x: types.Array, dt: np.dtype) -> Callable:
 # middle axis into an (outer, inner) accumulator, then casts and reshapes the result.
 
 
+# Each axis form has three jitted pieces: `prepare` normalizes the axis argument (to 0,
+# an axis index or a mask of reduced axes), `view3` makes the (outer, n, inner) block and
+# `shape` gives the result's shape.
+
+
 @register_jitable
-def _view3_all(a, axis):
+def _prepare_none(axis, ndim):
+    return 0
+
+
+@register_jitable
+def _view3_all(a, unused):
     return np.ascontiguousarray(a).reshape((1, a.size, 1))
 
 
 @register_jitable
-def _view3_axis(a, axis):
-    ax = _norm_axis(axis, a.ndim)
-    outer = _prod_range(a.shape, 0, ax)
-    inner = _prod_range(a.shape, ax + 1, a.ndim)
+def _shape_all(shape, unused, keepdims):
+    out = np.ones(len(shape) if keepdims else 0, np.intp)
+    return out
+
+
+@register_jitable
+def _view3_axis(a, ax):
+    outer = inner = 1
+    for d in range(ax):
+        outer *= a.shape[d]
+    for d in range(ax + 1, a.ndim):
+        inner *= a.shape[d]
     return np.ascontiguousarray(a).reshape((outer, a.shape[ax], inner))
 
 
-@functools.cache
-def _view3_axes_for(ndim: int) -> Callable:
-    """(outer, n, 1) view of a copy whose reduced axes were moved to the end."""
-
-    def view3(a, axes):
-        mask = _mask_axes(ndim, axes)
-        perm = np.empty(ndim, np.intp)
-        outer = 1
-        n = 1
-        j = 0
-        for d in range(ndim):
-            if not mask[d]:
-                perm[j] = d
-                outer *= a.shape[d]
-                j += 1
-        for d in range(ndim):
-            if mask[d]:
-                perm[j] = d
-                n *= a.shape[d]
-                j += 1
-        moved = np.ascontiguousarray(np.transpose(a, to_fixed_tuple(perm, ndim)))
-        return moved.reshape((outer, n, 1))
-
-    return register_jitable(view3)
-
-
-# Kernels reduce b3 (outer, n, inner) over its middle axis into out2 (outer, inner). They
-# are plain loops: array-valued slice assignment costs Numba seconds of compile time.
+@register_jitable
+def _shape_axis(shape, ax, keepdims):
+    ndim = len(shape)
+    out = np.empty(ndim if keepdims else ndim - 1, np.intp)
+    j = 0
+    for d in range(ndim):
+        if d != ax:
+            out[j] = shape[d]
+            j += 1
+        elif keepdims:
+            out[j] = 1
+            j += 1
+    return out
 
 
 @register_jitable
-def _fill2(out2, value):
-    for i in range(out2.shape[0]):
-        for j in range(out2.shape[1]):
-            out2[i, j] = value
+def _view3_mask(a, mask):
+    """(kept, reduced, 1) copy of `a` with the axes in `mask` gathered last."""
+    n_reduced = mask.sum()
+    kept = np.empty(a.ndim - n_reduced, np.intp)
+    reduced = np.empty(n_reduced, np.intp)
+    i = j = 0
+    for d in range(a.ndim):
+        if mask[d]:
+            reduced[j] = d
+            j += 1
+        else:
+            kept[i] = d
+            i += 1
+    rows = _c_offsets(a.shape, kept)
+    cols = _c_offsets(a.shape, reduced)
+    b = np.empty((rows.size, cols.size), a.dtype)
+    _gather2(a, rows, cols, b)
+    return b.reshape((rows.size, cols.size, 1))
+
+
+_AXIS_FORMS = {
+    "none": (_prepare_none, _view3_all, _shape_all),
+    "int": (_norm_axis, _view3_axis, _shape_axis),
+    "tuple": (_mask_axes, _view3_mask, _kept_shape),
+}
+
+
+# Kernels reduce b3 (outer, n, inner) over its middle axis into out2 (outer, inner). Each
+# is one self-contained loop nest: every jitted callee, and every array-valued slice
+# assignment, costs Numba noticeable compile time in each caller.
 
 
 @register_jitable
-def _first2(b3, out2):
-    """out2 = b3[:, 0, :], for reductions that start from the first element."""
-    for i in range(b3.shape[0]):
-        for j in range(b3.shape[2]):
-            out2[i, j] = b3[i, 0, j]
+def _k_sum(b3, out2, p):
+    outer, n, inner = b3.shape
+    for i in range(outer):
+        for j in range(inner):
+            out2[i, j] = 0
+        for k in range(n):
+            for j in range(inner):
+                out2[i, j] += b3[i, k, j]
+
+
+@register_jitable
+def _k_prod(b3, out2, p):
+    outer, n, inner = b3.shape
+    for i in range(outer):
+        for j in range(inner):
+            out2[i, j] = 1
+        for k in range(n):
+            for j in range(inner):
+                out2[i, j] *= b3[i, k, j]
+
+
+@register_jitable
+def _quotient(total, count):
+    """total / count, with NumPy's nan (0/0) and inf (x/0) for a count of zero."""
+    if count > 0:
+        return total / count
+    return np.nan if total == 0 else np.inf
+
+
+@register_jitable
+def _k_mean(b3, out2, p):
+    outer, n, inner = b3.shape
+    for i in range(outer):
+        for j in range(inner):
+            out2[i, j] = 0
+        for k in range(n):
+            for j in range(inner):
+                out2[i, j] += b3[i, k, j]
+        for j in range(inner):
+            out2[i, j] = _quotient(out2[i, j], n)
+
+
+@register_jitable
+def _k_var_real(b3, out2, ddof):
+    outer, n, inner = b3.shape
+    mean = np.zeros(inner, np.float64)
+    for i in range(outer):
+        for j in range(inner):
+            mean[j] = 0.0
+            out2[i, j] = 0.0
+        for k in range(n):
+            for j in range(inner):
+                mean[j] += b3[i, k, j]
+        for j in range(inner):
+            mean[j] = _quotient(mean[j], n)
+        for k in range(n):
+            for j in range(inner):
+                d = b3[i, k, j] - mean[j]
+                out2[i, j] += d * d
+        for j in range(inner):
+            out2[i, j] = _quotient(out2[i, j], max(n - ddof, 0.0))
+
+
+@register_jitable
+def _k_var_complex(b3, out2, ddof):
+    outer, n, inner = b3.shape
+    mean = np.zeros(inner, np.complex128)
+    for i in range(outer):
+        for j in range(inner):
+            mean[j] = 0.0
+            out2[i, j] = 0.0
+        for k in range(n):
+            for j in range(inner):
+                mean[j] += b3[i, k, j]
+        for j in range(inner):
+            mean[j] = mean[j] / n if n > 0 else np.nan
+        for k in range(n):
+            for j in range(inner):
+                d = b3[i, k, j] - mean[j]
+                out2[i, j] += d.real * d.real + d.imag * d.imag
+        for j in range(inner):
+            out2[i, j] = _quotient(out2[i, j], max(n - ddof, 0.0))
 
 
 @register_jitable
 def _sqrt2(out2):
+    """In-place square root: turns a variance into a standard deviation."""
     for i in range(out2.shape[0]):
         for j in range(out2.shape[1]):
             out2[i, j] = np.sqrt(out2[i, j])
 
 
 @register_jitable
-def _k_sum(b3, out2, p):
-    _fill2(out2, 0)
-    for i in range(b3.shape[0]):
-        for k in range(b3.shape[1]):
-            for j in range(b3.shape[2]):
-                out2[i, j] += b3[i, k, j]
-
-
-@register_jitable
-def _k_prod(b3, out2, p):
-    _fill2(out2, 1)
-    for i in range(b3.shape[0]):
-        for k in range(b3.shape[1]):
-            for j in range(b3.shape[2]):
-                out2[i, j] *= b3[i, k, j]
-
-
-@register_jitable
-def _divide_by_count(out2, count):
-    """out2 /= count, with NumPy's nan (0/0) and inf (x/0) when count <= 0."""
-    for i in range(out2.shape[0]):
-        for j in range(out2.shape[1]):
-            if count > 0:
-                out2[i, j] = out2[i, j] / count
-            else:
-                out2[i, j] = np.nan if out2[i, j] == 0 else np.inf
-
-
-@register_jitable
-def _k_mean(b3, out2, p):
-    _k_sum(b3, out2, p)
-    _divide_by_count(out2, b3.shape[1])
-
-
-@register_jitable
-def _k_var_real(b3, out2, ddof):
-    mean = np.empty((b3.shape[0], b3.shape[2]), np.float64)
-    _k_mean(b3, mean, 0.0)
-    _fill2(out2, 0)
-    for i in range(b3.shape[0]):
-        for k in range(b3.shape[1]):
-            for j in range(b3.shape[2]):
-                d = b3[i, k, j] - mean[i, j]
-                out2[i, j] += d * d
-    _divide_by_count(out2, max(b3.shape[1] - ddof, 0.0))
-
-
-@register_jitable
-def _k_var_complex(b3, out2, ddof):
-    mean = np.empty((b3.shape[0], b3.shape[2]), np.complex128)
-    _k_mean(b3, mean, 0.0)
-    _fill2(out2, 0)
-    for i in range(b3.shape[0]):
-        for k in range(b3.shape[1]):
-            for j in range(b3.shape[2]):
-                d = b3[i, k, j] - mean[i, j]
-                out2[i, j] += d.real * d.real + d.imag * d.imag
-    _divide_by_count(out2, max(b3.shape[1] - ddof, 0.0))
-
-
-@register_jitable
-def _k_std_real(b3, out2, ddof):
-    _k_var_real(b3, out2, ddof)
-    _sqrt2(out2)
-
-
-@register_jitable
-def _k_std_complex(b3, out2, ddof):
-    _k_var_complex(b3, out2, ddof)
-    _sqrt2(out2)
-
-
-@register_jitable
-def _has_empty_reduction(b3):
-    return b3.shape[1] == 0 and b3.shape[0] * b3.shape[2] > 0
-
-
-@register_jitable
 def _k_max(b3, out2, p):
-    if _has_empty_reduction(b3):
-        raise ValueError("zero-size array to reduction operation maximum which has no identity")
-    if b3.shape[1] == 0:
+    outer, n, inner = b3.shape
+    if n == 0:
+        if outer * inner > 0:
+            raise ValueError("zero-size array to reduction operation maximum which has no identity")
         return
-    _first2(b3, out2)
-    for i in range(b3.shape[0]):
-        for k in range(1, b3.shape[1]):
-            for j in range(b3.shape[2]):
+    for i in range(outer):
+        for j in range(inner):
+            out2[i, j] = b3[i, 0, j]
+        for k in range(1, n):
+            for j in range(inner):
                 v = b3[i, k, j]
                 if v > out2[i, j] or v != v:  # v != v: NaN propagates
                     out2[i, j] = v
@@ -433,14 +497,16 @@ def _k_max(b3, out2, p):
 
 @register_jitable
 def _k_min(b3, out2, p):
-    if _has_empty_reduction(b3):
-        raise ValueError("zero-size array to reduction operation minimum which has no identity")
-    if b3.shape[1] == 0:
+    outer, n, inner = b3.shape
+    if n == 0:
+        if outer * inner > 0:
+            raise ValueError("zero-size array to reduction operation minimum which has no identity")
         return
-    _first2(b3, out2)
-    for i in range(b3.shape[0]):
-        for k in range(1, b3.shape[1]):
-            for j in range(b3.shape[2]):
+    for i in range(outer):
+        for j in range(inner):
+            out2[i, j] = b3[i, 0, j]
+        for k in range(1, n):
+            for j in range(inner):
                 v = b3[i, k, j]
                 if v < out2[i, j] or v != v:
                     out2[i, j] = v
@@ -448,86 +514,95 @@ def _k_min(b3, out2, p):
 
 @register_jitable
 def _k_argmax(b3, out2, p):
-    if _has_empty_reduction(b3):
-        raise ValueError("attempt to get argmax of an empty sequence")
-    _fill2(out2, 0)
-    if b3.shape[1] == 0:
+    outer, n, inner = b3.shape
+    if n == 0:
+        if outer * inner > 0:
+            raise ValueError("attempt to get argmax of an empty sequence")
         return
-    best = np.empty((b3.shape[0], b3.shape[2]), b3.dtype)
-    _first2(b3, best)
-    for i in range(b3.shape[0]):
-        for k in range(1, b3.shape[1]):
-            for j in range(b3.shape[2]):
+    best = np.empty(inner, b3.dtype)
+    for i in range(outer):
+        for j in range(inner):
+            best[j] = b3[i, 0, j]
+            out2[i, j] = 0
+        for k in range(1, n):
+            for j in range(inner):
                 v = b3[i, k, j]
-                b = best[i, j]
+                b = best[j]
                 if v > b or (v != v and b == b):  # the first NaN wins, as in NumPy
-                    best[i, j] = v
+                    best[j] = v
                     out2[i, j] = k
 
 
 @register_jitable
 def _k_argmin(b3, out2, p):
-    if _has_empty_reduction(b3):
-        raise ValueError("attempt to get argmin of an empty sequence")
-    _fill2(out2, 0)
-    if b3.shape[1] == 0:
+    outer, n, inner = b3.shape
+    if n == 0:
+        if outer * inner > 0:
+            raise ValueError("attempt to get argmin of an empty sequence")
         return
-    best = np.empty((b3.shape[0], b3.shape[2]), b3.dtype)
-    _first2(b3, best)
-    for i in range(b3.shape[0]):
-        for k in range(1, b3.shape[1]):
-            for j in range(b3.shape[2]):
+    best = np.empty(inner, b3.dtype)
+    for i in range(outer):
+        for j in range(inner):
+            best[j] = b3[i, 0, j]
+            out2[i, j] = 0
+        for k in range(1, n):
+            for j in range(inner):
                 v = b3[i, k, j]
-                b = best[i, j]
+                b = best[j]
                 if v < b or (v != v and b == b):
-                    best[i, j] = v
+                    best[j] = v
                     out2[i, j] = k
 
 
 @register_jitable
 def _k_all(b3, out2, p):
-    _fill2(out2, True)
-    for i in range(b3.shape[0]):
-        for k in range(b3.shape[1]):
-            for j in range(b3.shape[2]):
+    outer, n, inner = b3.shape
+    for i in range(outer):
+        for j in range(inner):
+            out2[i, j] = True
+        for k in range(n):
+            for j in range(inner):
                 if not b3[i, k, j]:
                     out2[i, j] = False
 
 
 @register_jitable
 def _k_any(b3, out2, p):
-    _fill2(out2, False)
-    for i in range(b3.shape[0]):
-        for k in range(b3.shape[1]):
-            for j in range(b3.shape[2]):
+    outer, n, inner = b3.shape
+    for i in range(outer):
+        for j in range(inner):
+            out2[i, j] = False
+        for k in range(n):
+            for j in range(inner):
                 if b3[i, k, j]:
                     out2[i, j] = True
 
 
 @register_jitable
 def _k_norm2(b3, out2, p):
-    _fill2(out2, 0)
-    for i in range(b3.shape[0]):
-        for k in range(b3.shape[1]):
-            for j in range(b3.shape[2]):
+    outer, n, inner = b3.shape
+    for i in range(outer):
+        for j in range(inner):
+            out2[i, j] = 0.0
+        for k in range(n):
+            for j in range(inner):
                 v = b3[i, k, j]
                 out2[i, j] += v.real * v.real + v.imag * v.imag
-    _sqrt2(out2)
+        for j in range(inner):
+            out2[i, j] = np.sqrt(out2[i, j])
 
 
 @register_jitable
 def _k_norm_ord(b3, out2, ord):
     """Vector norm of any order (NumPy's meaning of ord=inf, -inf, 0, 1, 2, p)."""
-    if ord == 2.0:
-        _k_norm2(b3, out2, ord)
-        return
-    extreme = ord == np.inf or ord == -np.inf
-    if extreme and _has_empty_reduction(b3):
+    outer, n, inner = b3.shape
+    if n == 0 and outer * inner > 0 and (ord == np.inf or ord == -np.inf):
         raise ValueError("zero-size array to reduction operation which has no identity")
-    _fill2(out2, np.inf if ord == -np.inf else 0.0)
-    for i in range(b3.shape[0]):
-        for k in range(b3.shape[1]):
-            for j in range(b3.shape[2]):
+    for i in range(outer):
+        for j in range(inner):
+            out2[i, j] = np.inf if ord == -np.inf else 0.0
+        for k in range(n):
+            for j in range(inner):
                 m = np.abs(b3[i, k, j])
                 if ord == np.inf:
                     out2[i, j] = max(out2[i, j], m)
@@ -537,11 +612,14 @@ def _k_norm_ord(b3, out2, ord):
                     out2[i, j] += m != 0
                 elif ord == 1.0:
                     out2[i, j] += m
+                elif ord == 2.0:
+                    out2[i, j] += m * m
                 else:
                     out2[i, j] += m**ord
-    if not extreme and ord != 0.0 and ord != 1.0:
-        for i in range(out2.shape[0]):
-            for j in range(out2.shape[1]):
+        for j in range(inner):
+            if ord == 2.0:
+                out2[i, j] = np.sqrt(out2[i, j])
+            elif ord != 0.0 and ord != 1.0 and ord != np.inf and ord != -np.inf:
                 out2[i, j] = out2[i, j] ** (1.0 / ord)
 
 
@@ -584,13 +662,7 @@ def _reduction_plan(kind: str, dt: np.dtype, dtype: np.dtype | None, fname: str)
     if kind in ("var", "std"):
         res = _real_of(dtype or _float_result(dt))
         complex_in = dt.kind == "c"
-        kernels = {
-            ("var", False): _k_var_real,
-            ("var", True): _k_var_complex,
-            ("std", False): _k_std_real,
-            ("std", True): _k_std_complex,
-        }
-        return kernels[kind, complex_in], np.dtype(np.float64), res
+        return (_k_var_complex if complex_in else _k_var_real), np.dtype(np.float64), res
     if kind in ("max", "min"):
         return (_k_max if kind == "max" else _k_min), dt, dt
     if kind in ("argmax", "argmin"):
@@ -607,15 +679,15 @@ def _reduction_plan(kind: str, dt: np.dtype, dtype: np.dtype | None, fname: str)
 
 _REDUCTION_TEMPLATE = """\
 def impl({signature}):
-    ax = _unliteral(axis)
+    ax = prepare(_unliteral(axis), NDIM)
     b3 = view3({array}, ax)
     out2 = np.empty((b3.shape[0], b3.shape[2]), acc_scalar)
     kernel(b3, out2, {param})
-{finish}"""
+{post}{finish}"""
 
 _FINISH_SCALAR = "    return res_scalar(out2[0, 0])\n"
 _FINISH_ARRAY = """\
-    shape = _kept_shape({array}.shape, mask_of(NDIM, ax), KEEPDIMS)
+    shape = shape_of({array}.shape, ax, KEEPDIMS)
     return out2{cast}.reshape(to_fixed_tuple(shape, OUT_NDIM))
 """
 
@@ -631,6 +703,7 @@ def _reduction_impl(
     ndim: int,
     keepdims: bool,
     n_reduced: int,
+    post: str,
 ) -> Callable:
     """The overload implementation of one reduction configuration, shared between calls.
 
@@ -643,15 +716,16 @@ def _reduction_impl(
         finish = _FINISH_SCALAR
     else:
         finish = _FINISH_ARRAY.format(array=array, cast="" if acc_dt == res_dt else ".astype(res_scalar)")
-    source = _REDUCTION_TEMPLATE.format(signature=signature, array=array, param=param, finish=finish)
+    source = _REDUCTION_TEMPLATE.format(signature=signature, array=array, param=param, post=post, finish=finish)
     env = {
         "np": np,
         "_unliteral": _unliteral,
-        "_kept_shape": _kept_shape,
+        "_sqrt2": _sqrt2,
         "_norm_ord_value": _norm_ord_value,
         "to_fixed_tuple": to_fixed_tuple,
-        "view3": {"none": _view3_all, "int": _view3_axis, "tuple": _view3_axes_for(ndim)}[axis_kind],
-        "mask_of": _MASKS[axis_kind],
+        "prepare": _AXIS_FORMS[axis_kind][0],
+        "view3": _AXIS_FORMS[axis_kind][1],
+        "shape_of": _AXIS_FORMS[axis_kind][2],
         "kernel": kernel,
         "acc_scalar": acc_dt.type,
         "res_scalar": res_dt.type,
@@ -686,7 +760,8 @@ def _reduction(
     elif n_reduced > a.ndim:
         raise TypingError(f"{fname}: more axes than the array's {a.ndim} dimensions")
     kernel, acc_dt, res_dt = _reduction_plan(kind, as_dtype(a.dtype), _dtype_arg(dtype, fname), fname)
-    return _reduction_impl(signature, param, kernel, acc_dt, res_dt, axis_kind, a.ndim, keep, n_reduced)
+    post = "    _sqrt2(out2)\n" if kind == "std" else ""
+    return _reduction_impl(signature, param, kernel, acc_dt, res_dt, axis_kind, a.ndim, keep, n_reduced, post)
 
 
 _SIG_DTYPE = "a, axis=None, dtype=None, out=None, keepdims=False"
@@ -1034,12 +1109,8 @@ def _tensordot_perm(axes, ndim, summed_last):
 
 
 @functools.cache
-def _tensordot_runner(
-    a_ndim: int, b_ndim: int, n: int, dt: np.dtype, same_a: bool, same_b: bool, int_axes: bool
-) -> Callable:
+def _tensordot_runner(a_ndim: int, b_ndim: int, n: int, dt: np.dtype, int_axes: bool) -> Callable:
     scalar = dt.type
-    as_c_a = _c_contig_as(dt, same_a)
-    as_c_b = _c_contig_as(dt, same_b)
     mm2 = _mm2_for(dt)
     out_ndim = a_ndim + b_ndim - 2 * n
     if int_axes:  # n is a compile-time constant: the value of axes itself is not needed
@@ -1060,17 +1131,19 @@ def _tensordot_runner(
             size = a.shape[perm_a[a_ndim - n + i]]
             _check_core(size == b.shape[perm_b[i]], "tensordot: shape mismatch for the summed axes")
             k *= size
-        at = as_c_a(np.transpose(a, to_fixed_tuple(perm_a, a_ndim)))
-        bt = as_c_b(np.transpose(b, to_fixed_tuple(perm_b, b_ndim)))
-        m = _prod_range(at.shape, 0, a_ndim - n)
-        nn = _prod_range(bt.shape, n, b_ndim)
-        out = np.empty((m, nn), scalar)
-        mm2(at.reshape((m, k)), bt.reshape((k, nn)), out)
+        free_a = _c_offsets(a.shape, perm_a[: a_ndim - n])
+        free_b = _c_offsets(b.shape, perm_b[n:])
+        a2 = np.empty((free_a.size, k), scalar)
+        b2 = np.empty((k, free_b.size), scalar)
+        _gather2(a, free_a, _c_offsets(a.shape, perm_a[a_ndim - n :]), a2)
+        _gather2(b, _c_offsets(b.shape, perm_b[:n]), free_b, b2)
+        out = np.empty((free_a.size, free_b.size), scalar)
+        mm2(a2, b2, out)
         shape = np.empty(out_ndim, np.intp)
         for i in range(a_ndim - n):
-            shape[i] = at.shape[i]
+            shape[i] = a.shape[perm_a[i]]
         for i in range(b_ndim - n):
-            shape[a_ndim - n + i] = bt.shape[n + i]
+            shape[a_ndim - n + i] = b.shape[perm_b[n + i]]
         return finish(out, shape)
 
     return run
@@ -1109,8 +1182,7 @@ def _ov_tensordot(a, b, axes=2):
     _require_numeric(a, fname, allow_bool=False)
     _require_numeric(b, fname, allow_bool=False)
     n, int_axes = _tensordot_count(axes, a, b)
-    dt = _result_dtype(a, b)
-    return _tensordot_runner(a.ndim, b.ndim, n, dt, as_dtype(a.dtype) == dt, as_dtype(b.dtype) == dt, int_axes)
+    return _tensordot_runner(a.ndim, b.ndim, n, _result_dtype(a, b), int_axes)
 
 
 # --- shape manipulation: squeeze, tile ---
@@ -1122,7 +1194,7 @@ def _squeeze_runner(axis_kind: str, ndim: int, n_axes: int, c_layout: bool) -> C
     out_ndim = ndim - n_axes
 
     def run(a, axis=None):
-        mask = mask_of(ndim, _unliteral(axis))
+        mask = mask_of(_unliteral(axis), ndim)
         shape = np.empty(out_ndim, np.intp)
         strides = np.empty(out_ndim, np.intp)
         j = 0

@@ -50,7 +50,6 @@ def lower_triangle_index(d):
 def gmm_objective(alphas, means, icf, x, index, mask, wishart_gamma, wishart_m):
     n = x.shape[0]
     d = x.shape[1]
-    k = alphas.shape[0]
     log_diag = icf[:, :d]
     q_diag = np.exp(log_diag)
     sum_log_diag = np.sum(log_diag, axis=1)

@@ -382,13 +382,21 @@ _AXIS_FORMS = {
 
 # Kernels reduce b3 (outer, n, inner) over its middle axis into out2 (outer, inner). Each
 # is one self-contained loop nest: every jitted callee, and every array-valued slice
-# assignment, costs Numba noticeable compile time in each caller.
+# assignment, costs Numba noticeable compile time in each caller. Loops run k outside j,
+# so rows of `inner` values vectorize; the accumulating kernels keep a scalar in a
+# register when inner == 1 (a reduction over the last axis, the most common one).
 
 
 @register_jitable
 def _k_sum(b3, out2, p):
     outer, n, inner = b3.shape
     for i in range(outer):
+        if inner == 1:
+            acc = 0
+            for k in range(n):
+                acc += b3[i, k, 0]
+            out2[i, 0] = acc
+            continue
         for j in range(inner):
             out2[i, j] = 0
         for k in range(n):
@@ -400,6 +408,12 @@ def _k_sum(b3, out2, p):
 def _k_prod(b3, out2, p):
     outer, n, inner = b3.shape
     for i in range(outer):
+        if inner == 1:
+            acc = 1
+            for k in range(n):
+                acc *= b3[i, k, 0]
+            out2[i, 0] = acc
+            continue
         for j in range(inner):
             out2[i, j] = 1
         for k in range(n):
@@ -417,13 +431,9 @@ def _quotient(total, count):
 
 @register_jitable
 def _k_mean(b3, out2, p):
+    _k_sum(b3, out2, p)
     outer, n, inner = b3.shape
     for i in range(outer):
-        for j in range(inner):
-            out2[i, j] = 0
-        for k in range(n):
-            for j in range(inner):
-                out2[i, j] += b3[i, k, j]
         for j in range(inner):
             out2[i, j] = _quotient(out2[i, j], n)
 
@@ -433,6 +443,17 @@ def _k_var_real(b3, out2, ddof):
     outer, n, inner = b3.shape
     mean = np.zeros(inner, np.float64)
     for i in range(outer):
+        if inner == 1:
+            m = 0.0
+            for k in range(n):
+                m += b3[i, k, 0]
+            m = _quotient(m, n)
+            acc = 0.0
+            for k in range(n):
+                d = b3[i, k, 0] - m
+                acc += d * d
+            out2[i, 0] = _quotient(acc, max(n - ddof, 0.0))
+            continue
         for j in range(inner):
             mean[j] = 0.0
             out2[i, j] = 0.0

@@ -392,7 +392,6 @@ def test_einsum_needs_constant_subscripts() -> None:
 
 TENSORDOT_CASES = [
     ("axes=2", lambda a, b: np.tensordot(a, b), (3, 4, 5), (4, 5, 2)),
-    ("axes=1", lambda a, b: np.tensordot(a, b, 1), (3, 4), (4, 5)),
     ("axes=0", lambda a, b: np.tensordot(a, b, axes=0), (2, 3), (4,)),
     ("pair", lambda a, b: np.tensordot(a, b, axes=(0, 1)), (4, 3), (5, 4)),
     ("tuples", lambda a, b: np.tensordot(a, b, axes=((2, 0), (0, 1))), (3, 4, 5), (5, 3, 2)),
@@ -459,11 +458,9 @@ def test_squeeze_without_axis_is_a_typing_error() -> None:
 # --- tile ---
 
 TILE_CASES = [
-    ("int", lambda a: np.tile(a, 3), [(4,), (2, 3)]),
+    ("int", lambda a: np.tile(a, 3), [(2, 3), (1, 1)]),
     ("short tuple", lambda a: np.tile(a, (2,)), [(2, 3)]),
-    ("same length", lambda a: np.tile(a, (2, 3)), [(2, 3), (1, 2)]),
-    ("longer", lambda a: np.tile(a, (2, 1, 3)), [(2, 3), (3,)]),
-    ("zero", lambda a: np.tile(a, (0, 2)), [(2, 3)]),
+    ("longer tuple", lambda a: np.tile(a, (2, 1, 3)), [(3,), (1,)]),
 ]
 
 
@@ -477,6 +474,10 @@ def test_tile(fn: Callable, shapes: list[tuple[int, ...]]) -> None:
 
 def test_tile_integers_runtime_reps_and_views() -> None:
     compiled = numba.njit(lambda a, reps: np.tile(a, reps))
+    for shape in [(2, 3), (1, 2)]:
+        a = make(shape, F64)
+        for reps in [(2, 3), (1, 1), (0, 2), (3, 0)]:
+            check(compiled(a, reps), np.tile(a, reps))
     a = make((2, 3), I64)
     for reps in [(1, 2, 2), (3, 1, 1), (2, 2, 2)]:
         check(compiled(a, reps), np.tile(a, reps), I64)

@@ -304,8 +304,6 @@ def _gather2(a, rows, cols, out):
 # --- reductions with axis/keepdims ---
 # Every reduction views its input as a C-contiguous (outer, n, inner) block, reduces the
 # middle axis into an (outer, inner) accumulator, then casts and reshapes the result.
-
-
 # Each axis form has three jitted pieces: `prepare` normalizes the axis argument (to 0,
 # an axis index or a mask of reduced axes), `view3` makes the (outer, n, inner) block and
 # `shape` gives the result's shape.
@@ -323,8 +321,7 @@ def _view3_all(a, unused):
 
 @register_jitable
 def _shape_all(shape, unused, keepdims):
-    out = np.ones(len(shape) if keepdims else 0, np.intp)
-    return out
+    return np.ones(len(shape) if keepdims else 0, np.intp)
 
 
 @register_jitable
@@ -1071,23 +1068,23 @@ def _einsum_impl(subscripts: str, operand_ndims: tuple[int | None, ...], dt: np.
 def _ov_einsum(subscripts, *operands):
     if not isinstance(subscripts, types.StringLiteral):
         raise TypingError("np.einsum: the subscripts must be a constant string")
+    if not operands:
+        raise TypingError("np.einsum: no operands given")
     ndims: list[int | None] = []
-    dtypes = []
+    dtypes: list[np.dtype] = []  # NumPy's einsum makes scalars 0-d arrays: no weak promotion
     for i, op in enumerate(operands):
         if isinstance(op, types.Array):
             if not isinstance(op.dtype, (types.Integer, types.Float, types.Complex, types.Boolean)):
                 raise TypingError(f"np.einsum: operand {i} has unsupported dtype {op.dtype}")
-            ndims.append(op.ndim if op.ndim > 0 else None)
-            dtypes.append(as_dtype(op.dtype))
             if op.ndim == 0:
                 raise TypingError(f"np.einsum: operand {i} is a 0-d array; pass a scalar instead")
+            ndims.append(op.ndim)
+            dtypes.append(as_dtype(op.dtype))
         elif isinstance(op, (types.Integer, types.Float, types.Complex)):
             ndims.append(None)
-            dtypes.append(as_dtype(op))
+            dtypes.append(as_dtype(types.unliteral(op)))
         else:
             raise TypingError(f"np.einsum: operand {i} must be an array or a number, got {op}")
-    if not operands:
-        raise TypingError("np.einsum: no operands given")
     return _einsum_impl(subscripts.literal_value, tuple(ndims), np.result_type(*dtypes))
 
 
@@ -1211,8 +1208,17 @@ def _ov_tensordot(a, b, axes=2):
 
 @functools.cache
 def _squeeze_runner(axis_kind: str, ndim: int, n_axes: int, c_layout: bool) -> Callable:
+    """Implementation (a, axis=None): a view without the size-1 axes named by axis."""
     mask_of = _MASKS[axis_kind]
     out_ndim = ndim - n_axes
+    if c_layout:  # a C-contiguous reshape keeps Numba's faster 'C' layout
+        view = register_jitable(lambda a, shape, strides: a.reshape(to_fixed_tuple(shape, out_ndim)))
+    else:
+        view = register_jitable(
+            lambda a, shape, strides: np.lib.stride_tricks.as_strided(
+                a, shape=to_fixed_tuple(shape, out_ndim), strides=to_fixed_tuple(strides, out_ndim)
+            )
+        )
 
     def run(a, axis=None):
         mask = mask_of(_unliteral(axis), ndim)
@@ -1229,14 +1235,6 @@ def _squeeze_runner(axis_kind: str, ndim: int, n_axes: int, c_layout: bool) -> C
                 j += 1
         return view(a, shape, strides)
 
-    if c_layout:  # a C-contiguous reshape keeps Numba's faster 'C' layout
-        view = register_jitable(lambda a, shape, strides: a.reshape(to_fixed_tuple(shape, out_ndim)))
-    else:
-        view = register_jitable(
-            lambda a, shape, strides: np.lib.stride_tricks.as_strided(
-                a, shape=to_fixed_tuple(shape, out_ndim), strides=to_fixed_tuple(strides, out_ndim)
-            )
-        )
     return run
 
 
@@ -1267,6 +1265,7 @@ def _ov_array_squeeze(a, axis=None):
 
 @functools.cache
 def _tile_runner(ndim: int, n_reps: int) -> Callable:
+    """Implementation (A, reps): both padded with leading 1s to d dims, then copied row by row."""
     d = max(ndim, n_reps)
 
     def run(A, reps):

@@ -66,8 +66,9 @@ REDUCTIONS = ["sum", "prod", "mean", "std", "var", "max", "min", "all", "any", "
 # Every op on float64 and float32, a few on integers; the shape logic, shared by all ops,
 # on every ndim for two of them. (Each configuration costs a compile of about a second.)
 PER_OP_CONFIGS = [(True, F64, 3), (False, F32, 2)]
-INTEGER_OPS = ["sum", "mean", "max", "argmin"]
-NDIM_SWEEP = [("mean", True), ("max", False)]
+NUMBAS_OWN = {"sum", "argmax", "argmin"}  # with an int axis and no keepdims: not ours to test
+INTEGER_OPS = ["sum", "mean", "argmin"]
+NDIM_SWEEP = [("mean", True, (1, 2, 4)), ("max", False, (1, 4))]
 
 
 @functools.cache
@@ -86,17 +87,15 @@ def reduction_cases() -> Iterator:
         label = f"{name}-{'keepdims-' if keepdims else ''}{dtype}-{ndim}d"
         return pytest.param(name, keepdims, dtype, ndim, id=label)
 
-    seen = set()
     for name in REDUCTIONS:
         for keepdims, dtype, ndim in PER_OP_CONFIGS:
-            seen.add((name, keepdims, dtype, ndim))
-            yield case(name, keepdims, dtype, ndim)
+            if keepdims or name not in NUMBAS_OWN:
+                yield case(name, keepdims, dtype, ndim)
     for name in INTEGER_OPS:
         yield case(name, True, I64, 2)
-    for name, keepdims in NDIM_SWEEP:
-        for ndim in SHAPES:
-            if (name, keepdims, F64, ndim) not in seen:
-                yield case(name, keepdims, F64, ndim)
+    for name, keepdims, ndims in NDIM_SWEEP:
+        for ndim in ndims:  # 3-d is among PER_OP_CONFIGS
+            yield case(name, keepdims, F64, ndim)
     for name in ("all", "any"):
         yield case(name, True, np.dtype(np.bool_), 2)
 
@@ -111,7 +110,7 @@ def test_reduction_every_axis(name: str, keepdims: bool, dtype: np.dtype, ndim: 
             check(got, getattr(np, name)(a, axis=axis, keepdims=keepdims), dtype)
 
 
-@pytest.mark.parametrize("name", ["sum", "var", "argmin"])
+@pytest.mark.parametrize("name", ["sum", "var"])
 def test_reduction_axis_none_keepdims(name: str) -> None:
     fn = getattr(np, name)
     compiled = numba.njit(lambda a: fn(a, axis=None, keepdims=True))
@@ -340,7 +339,6 @@ EINSUM_CASES = [
     ("ii->i", [(4, 4)]),
     ("ii", [(4, 4)]),
     ("ij->ji", [(3, 4)]),
-    ("ij->", [(3, 4)]),
     ("i,j->ij", [(3,), (4,)]),
     ("ij,ij->i", [(3, 4), (3, 4)]),
     ("ab,bc,cd->ad", [(2, 3), (3, 4), (4, 5)]),
@@ -575,7 +573,6 @@ def _at(name: str) -> Callable:
         ("add", (4, 3), (np.array([0, 0, 3]), np.array([1, 1, -1])), np.array([1.0, 2.0, 3.0])),
         ("add", (4, 3), 2, np.arange(3.0)),
         ("subtract", (5,), np.array([1, 1, 2]), np.array([1.0, 2.0, 3.0])),
-        ("multiply", (5,), np.array([1, 1, 2]), 3.0),
         ("maximum", (5,), np.array([1, 1, 2]), np.array([5.0, -2.0, 3.0])),
         ("minimum", (4, 3), np.array([0, 0]), np.array([[-1.0, 5.0, 0.0], [2.0, -3.0, 0.0]])),
     ],

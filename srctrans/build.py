@@ -119,6 +119,9 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
                 modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
                 unit.node = clean_signature(desugar(with_origins(unit.pf), np_name, modules), unit.emit_name)
 
+    for unit in units:  # NumPy calls Numba cannot be taught directly go through srctrans.runtime
+        unit.node = _rewrite_numpy(unit.node, unit, np_name)
+    adjoints = [_rewrite_numpy(a, entry, np_name) for a in adjoints]
     imports, literals, bound_notes, bound_meta, bound = [], [], [], {}, {}
     if any(_uses(u.node, np_name) for u in units) and np_name not in namespace:
         imports.append("import numpy" if np_name == "numpy" else f"import numpy as {np_name}")
@@ -281,6 +284,53 @@ def _at_line(pf: ParsedFunction, cls, line: int | None, message: str, hint: str 
     text = pf.captured.file_text.splitlines()[line - 1] if line <= len(pf.captured.file_text.splitlines()) else ""
     col = len(text) - len(text.lstrip())
     return cls(message, filename=pf.captured.filename, line=line, col=col, source_line=text, hint=hint)
+
+
+class _RewriteCalls(cst.CSTTransformer):
+    def __init__(self, resolve, targets: dict[int, str]) -> None:
+        super().__init__()
+        self.resolve = resolve
+        self.targets = targets
+        self.changed = False
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        helper = self.targets.get(id(self.resolve(updated.func)))
+        if helper is None:
+            return updated
+        self.changed = True
+        return updated.with_changes(func=cst.Attribute(cst.Name("rt"), cst.Name(helper)))
+
+
+def _rewrite_numpy(node: cst.FunctionDef, unit: _Unit, np_name: str) -> cst.FunctionDef:
+    """``np.matmul(a, b)`` -> ``rt.matmul(a, b)`` for the calls listed in ``srctrans.runtime.NUMPY_REWRITES``."""
+    import importlib
+
+    import numpy
+
+    from . import runtime
+
+    targets: dict[int, str] = {}
+    for qualified, helper in runtime.NUMPY_REWRITES.items():
+        module, _, attr = qualified.rpartition(".")
+        obj = getattr(importlib.import_module(module), attr, None)
+        if obj is not None:
+            targets[id(obj)] = helper
+    local = scan(node).local | frozenset(scan(node).params)
+
+    def resolve(expr: cst.BaseExpression):
+        if isinstance(expr, cst.Name):
+            if expr.value in local:
+                return None
+            b = unit.bindings.get(expr.value)
+            if b is not None:
+                return b.value
+            return numpy if expr.value == np_name else None
+        if isinstance(expr, cst.Attribute):
+            base = resolve(expr.value)
+            return None if base is None else getattr(base, expr.attr.value, None)
+        return None
+
+    return node.visit(_RewriteCalls(resolve, targets))
 
 
 def _static_text(static: dict[str, Any]) -> str:

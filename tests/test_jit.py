@@ -186,3 +186,39 @@ def test_config_update_validates():
 def test_source_needs_a_transformed_function():
     with pytest.raises(TypeError, match="expected a function made by a srctrans transformation"):
         srctrans.source(len)
+
+
+GAPS = """
+import numpy as np
+
+
+def reductions(x):
+    return np.mean(x, axis=0) + x.max(axis=1).sum() + np.std(x, axis=-1, keepdims=True)[0, 0]
+
+
+def products(a, b):
+    return np.matmul(a, b).sum() + np.einsum("bij,bjk->bik", a, b).sum() + np.tensordot(a, b, axes=((2,), (1,))).sum()
+
+
+def joins(x):
+    parts = [x, x * 2.0, x * 3.0]
+    return np.stack(parts, axis=1).sum(axis=0) + np.concatenate(parts).sum() + np.tile(x, 2)[: x.shape[0]]
+
+
+def scatter(x, idx):
+    out = np.zeros(4)
+    np.add.at(out, idx, x)
+    return np.squeeze(out.reshape(1, 4), axis=0)
+"""
+
+
+def test_ordinary_numpy_that_numba_lacks_compiles_through_jit(make_module):
+    mod = make_module(GAPS)
+    x = np.arange(12.0).reshape(3, 4)
+    a, b = np.ones((2, 3, 4)), np.arange(40.0).reshape(2, 4, 5)
+    np.testing.assert_allclose(srctrans.jit(mod.reductions)(x), mod.reductions(x))
+    np.testing.assert_allclose(srctrans.jit(mod.products)(a, b), mod.products(a, b))
+    np.testing.assert_allclose(srctrans.jit(mod.joins)(np.arange(3.0)), mod.joins(np.arange(3.0)))
+    idx = np.array([0, 0, 3])
+    np.testing.assert_allclose(srctrans.jit(mod.scatter)(np.ones(3), idx), mod.scatter(np.ones(3), idx))
+    assert "rt.matmul(a, b)" in srctrans.source(srctrans.jit(mod.products))

@@ -9,7 +9,8 @@ under ``numba.njit``. It owns:
 - ``@`` and ``srctrans.runtime.matmul`` (what the front end writes for ``np.matmul``,
   which cannot be overloaded: see that helper) for batched N-D operands, integers and
   mixed dtypes;
-- ``np.einsum`` with a constant subscripts string (no ``...``) and ``np.tensordot``;
+- ``np.einsum`` with a constant subscripts string (no ``...``), ``np.tensordot`` and
+  ``np.inner`` (1-D and 2-D);
 - ``np.squeeze`` and ``ndarray.squeeze`` with ``axis=``; ``np.tile``;
 - lists of arrays (``[a, b]`` or built with ``.append``) passed to ``np.stack``,
   ``np.concatenate``, ``np.hstack``, ``np.vstack`` and ``np.array``;
@@ -1201,6 +1202,26 @@ def _ov_tensordot(a, b, axes=2):
     _require_numeric(b, fname, allow_bool=False)
     n, int_axes = _tensordot_count(axes, a, b)
     return _tensordot_runner(a.ndim, b.ndim, n, _result_dtype(a, b), int_axes)
+
+
+# --- inner ---
+
+
+@overload(np.inner)
+def _ov_inner(a, b):
+    """``np.inner`` for 1-D and 2-D operands: a sum over the last axis of both."""
+    fname = "np.inner"
+    _require_array(a, fname, min_ndim=1)
+    _require_array(b, fname, min_ndim=1)
+    if a.ndim > 2 or b.ndim > 2:
+        raise TypingError(f"{fname}: operands of more than 2 dimensions are not supported")
+    if a.ndim == 1 and b.ndim == 1:
+        return lambda a, b: np.dot(a, b)
+    if a.ndim == 2 and b.ndim == 1:
+        return lambda a, b: np.dot(a, b)
+    if a.ndim == 1 and b.ndim == 2:
+        return lambda a, b: np.dot(np.ascontiguousarray(b), a)
+    return lambda a, b: np.dot(a, np.ascontiguousarray(b.T))
 
 
 # --- shape manipulation: squeeze, tile ---

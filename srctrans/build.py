@@ -286,14 +286,26 @@ def _at_line(pf: ParsedFunction, cls, line: int | None, message: str, hint: str 
     return cls(message, filename=pf.captured.filename, line=line, col=col, source_line=text, hint=hint)
 
 
+_PY_DTYPES = {id(float): "float64", id(int): "int64", id(bool): "bool_", id(complex): "complex128"}
+
+
 class _RewriteCalls(cst.CSTTransformer):
-    def __init__(self, resolve, targets: dict[int, str]) -> None:
+    def __init__(self, resolve, targets: dict[int, str], np_name: str = "np") -> None:
         super().__init__()
+        self.np_name = np_name
         self.resolve = resolve
         self.targets = targets
         self.changed = False
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        func = updated.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "astype" and updated.args:
+            # x.astype(float): Numba wants a NumPy type; Python's float, int, bool and complex are those
+            dtype = _PY_DTYPES.get(id(self.resolve(updated.args[0].value)))
+            if dtype is not None:
+                self.changed = True
+                arg = updated.args[0].with_changes(value=cst.Attribute(cst.Name(self.np_name), cst.Name(dtype)))
+                return updated.with_changes(args=[arg, *updated.args[1:]])
         helper = self.targets.get(id(self.resolve(updated.func)))
         if helper is None:
             return updated
@@ -324,13 +336,15 @@ def _rewrite_numpy(node: cst.FunctionDef, unit: _Unit, np_name: str) -> cst.Func
             b = unit.bindings.get(expr.value)
             if b is not None:
                 return b.value
+            if expr.value in ("float", "int", "bool", "complex"):
+                return {"float": float, "int": int, "bool": bool, "complex": complex}[expr.value]
             return numpy if expr.value == np_name else None
         if isinstance(expr, cst.Attribute):
             base = resolve(expr.value)
             return None if base is None else getattr(base, expr.attr.value, None)
         return None
 
-    return node.visit(_RewriteCalls(resolve, targets))
+    return node.visit(_RewriteCalls(resolve, targets, np_name))
 
 
 def _static_text(static: dict[str, Any]) -> str:

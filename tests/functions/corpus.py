@@ -312,7 +312,7 @@ def astype_float(x):
 
 def expand_squeeze(x):
     y = np.expand_dims(x, 0)
-    z = np.squeeze(y * 2.0)
+    z = np.squeeze(y * 2.0, axis=0)
     return np.sum(z * x)
 
 

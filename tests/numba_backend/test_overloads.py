@@ -595,3 +595,16 @@ def test_add_at_integer_array_and_bounds() -> None:
 def test_add_at_rejects_float_indices() -> None:
     with pytest.raises(TypingError, match="indices must be ints"):
         numba.njit(_at("add"))(np.zeros(3), np.array([0.0, 1.0]), 1.0)
+
+
+def test_inner_matches_numpy():
+    import numba
+
+    @numba.njit
+    def inner(a, b):
+        return np.inner(a, b)
+
+    rng = np.random.default_rng(5)
+    for sa, sb in [((4,), (4,)), ((3, 4), (4,)), ((4,), (2, 4)), ((3, 4), (2, 4))]:
+        a, b = rng.standard_normal(sa), rng.standard_normal(sb)
+        np.testing.assert_allclose(inner(a, b), np.inner(a, b))

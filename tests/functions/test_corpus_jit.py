@@ -1,0 +1,30 @@
+"""The corpus under ``jit(grad)``: the compiled adjoint equals the uncompiled one, function by function."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srctrans
+
+from .corpus import CORPUS
+
+pytestmark = pytest.mark.slow
+
+SCALAR = []
+for _i, (_fn, _makers) in enumerate(CORPUS):
+    _args = tuple(make(np.random.default_rng(1000 + _i)) for make in _makers)
+    if np.ndim(_fn(*_args)) == 0:
+        SCALAR.append(_i)
+
+
+@pytest.mark.parametrize("i", SCALAR, ids=[f"{CORPUS[i][0].__name__}-{i}" for i in SCALAR])
+def test_compiled_adjoint_equals_the_generated_python(i):
+    fn, makers = CORPUS[i]
+    args = tuple(make(np.random.default_rng(1000 + i)) for make in makers)
+    argnums = tuple(range(len(args)))
+    expected = srctrans.value_and_grad(fn, argnums=argnums)(*args)
+    got = srctrans.jit(srctrans.value_and_grad(fn, argnums=argnums))(*args)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
+    for g, e in zip(got[1], expected[1], strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)

@@ -6,3 +6,4 @@ NumPy feature that ordinary code uses (overloads registered on import).
 """
 
 from . import overloads  # noqa: F401  (registers the NumPy gap fillers with Numba)
+from . import runtime_overloads as _runtime_overloads  # noqa: F401  (registers the srctrans.runtime helpers)

@@ -48,23 +48,35 @@ def grad_seed(out):
 def zeros_like(x):
     """Zeros shaped like ``x``; a Python float for scalars."""
     if isinstance(x, np.ndarray):
-        return np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float64) if x.dtype.kind in "biu" else x.dtype)
+        return np.zeros(x.shape, dtype=_grad_dtype(x))
     return 0.0
 
 
+def _grad_dtype(x: np.ndarray) -> np.dtype:
+    """The dtype of the adjoint of array ``x``: its own if inexact, else float64."""
+    return np.result_type(x.dtype, np.float64) if x.dtype.kind in "biu" else x.dtype
+
+
 def unbroadcast(g, x):
-    """Sum ``g`` down to the shape of ``x``: the adjoint of NumPy's broadcasting."""
+    """Sum ``g`` down to the shape of ``x``: the adjoint of NumPy's broadcasting.
+
+    Also the adjoint's canonical form: a C-contiguous array of ``x``'s shape and of
+    ``zeros_like(x)``'s dtype (a ``g`` of fewer dimensions, or with size-1 axes, is
+    broadcast up), or a Python float for a scalar ``x``.
+    """
     if not isinstance(x, np.ndarray):
-        return float(np.sum(g)) if np.ndim(g) else g
+        return float(np.sum(g))
     g = np.asarray(g)
-    if g.shape == x.shape:
-        return g
+    if g.ndim < x.ndim:
+        g = g.reshape((1,) * (x.ndim - g.ndim) + g.shape)
     if g.ndim > x.ndim:
         g = np.sum(g, axis=tuple(range(g.ndim - x.ndim)))
     axes = tuple(i for i, n in enumerate(x.shape) if n == 1 and g.shape[i] != 1)
     if axes:
         g = np.sum(g, axis=axes, keepdims=True)
-    return np.broadcast_to(g, x.shape) if g.shape != x.shape else g
+    if g.shape != x.shape:
+        g = np.broadcast_to(g, x.shape)
+    return np.asarray(g, dtype=_grad_dtype(x), order="C")
 
 
 def _expand(g, x, axis, keepdims):
@@ -78,31 +90,39 @@ def _expand(g, x, axis, keepdims):
 
 
 def sum_grad(g, x, axis=None, keepdims=False):
-    return np.broadcast_to(_expand(g, x, axis, keepdims), np.shape(x)) + 0.0 if isinstance(x, np.ndarray) else g
+    return unbroadcast(_expand(g, x, axis, keepdims), x)
 
 
 def mean_grad(g, x, axis=None, keepdims=False):
     count = np.size(x) if axis is None else np.prod([np.shape(x)[a] for a in np.atleast_1d(axis)])
-    return sum_grad(g, x, axis, keepdims) / count
+    return unbroadcast(sum_grad(g, x, axis, keepdims) / count, x)
 
 
 def extremum_grad(g, x, ans, axis=None, keepdims=False):
     """Adjoint of max/min: shared equally among the positions that attain it."""
     if not isinstance(x, np.ndarray):
-        return g
+        return unbroadcast(g, x)
     hit = (x == _expand(ans, x, axis, keepdims)).astype(np.float64)
     count = np.sum(hit, axis=axis, keepdims=True) if axis is not None else np.sum(hit)
-    return hit * _expand(g, x, axis, keepdims) / count
+    return unbroadcast(hit * _expand(g, x, axis, keepdims) / count, x)
 
 
 def prod_grad(g, x, ans, axis=None, keepdims=False):
-    return sum_grad(g, x, axis, keepdims) * _expand(ans, x, axis, keepdims) / x
+    """Adjoint of prod: ``g * ans / x``, or the product of the others where ``x`` is zero."""
+    if not isinstance(x, np.ndarray):
+        return unbroadcast(g, x)
+    g, ans = _expand(g, x, axis, keepdims), _expand(ans, x, axis, keepdims)
+    zero = x == 0
+    zeros = np.sum(zero, axis=axis, keepdims=True)
+    others = np.prod(np.where(zero, 1, x), axis=axis, keepdims=True)
+    plain = g * ans / np.where(zero, 1, x)
+    return unbroadcast(np.where(zeros == 0, plain, np.where(zero & (zeros == 1), g * others, 0.0)), x)
 
 
 def var_grad(g, x, axis=None, ddof=0, keepdims=False):
     n = np.size(x) if axis is None else np.prod([np.shape(x)[a] for a in np.atleast_1d(axis)])
     centered = x - np.mean(x, axis=axis, keepdims=True)
-    return 2.0 * _expand(g, x, axis, keepdims) * centered / (n - ddof)
+    return unbroadcast(2.0 * _expand(g, x, axis, keepdims) * centered / (n - ddof), x)
 
 
 def std_grad(g, x, ans, axis=None, ddof=0, keepdims=False):
@@ -112,33 +132,32 @@ def std_grad(g, x, ans, axis=None, ddof=0, keepdims=False):
 def dot_grad_x(g, x, y):
     """Adjoint of ``x`` in ``np.dot(x, y)`` / ``x @ y`` (scalars, 1-D and 2-D operands)."""
     if np.ndim(x) == 0:
-        return np.sum(g * y)
+        return unbroadcast(np.sum(g * y), x)
     if np.ndim(y) == 0:
-        return g * y
+        return unbroadcast(g * y, x)
     if np.ndim(y) == 1:
-        return np.multiply.outer(g, y) if np.ndim(x) > 1 else g * y
+        return unbroadcast(np.multiply.outer(g, y) if np.ndim(x) > 1 else g * y, x)
     if np.ndim(x) == 1:
-        return np.dot(y, g)
-    return np.dot(g, np.transpose(y))
+        return unbroadcast(np.dot(y, g), x)
+    return unbroadcast(np.dot(g, np.transpose(y)), x)
 
 
 def dot_grad_y(g, x, y):
     """Adjoint of ``y`` in ``np.dot(x, y)`` / ``x @ y`` (scalars, 1-D and 2-D operands)."""
     if np.ndim(y) == 0:
-        return np.sum(g * x)
+        return unbroadcast(np.sum(g * x), y)
     if np.ndim(x) == 0:
-        return g * x
+        return unbroadcast(g * x, y)
     if np.ndim(x) == 1:
-        return np.multiply.outer(x, g) if np.ndim(y) > 1 else g * x
-    if np.ndim(y) == 1:
-        return np.dot(np.transpose(x), g)
-    return np.dot(np.transpose(x), g)
+        return unbroadcast(np.multiply.outer(x, g) if np.ndim(y) > 1 else g * x, y)
+    lead = tuple(range(np.ndim(x) - 1))  # every axis of x but the last
+    return unbroadcast(np.tensordot(x, g, axes=(lead, lead)), y)
 
 
 def transpose_grad(g, axes=None):
     if axes is None or len(axes) == 0:
         return np.transpose(g)
-    return np.transpose(g, np.argsort(axes))
+    return np.transpose(g, np.argsort([a % np.ndim(g) for a in axes]))
 
 
 def getitem_grad(g, x, index):

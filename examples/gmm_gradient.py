@@ -37,27 +37,28 @@ def read_gmm(path):
 def lower_triangle_index(d):
     """Where each entry of a d x d lower-triangular factor sits in ADBench's packed ``icf`` row."""
     index = np.zeros((d, d), dtype=np.int64)
-    mask = np.zeros((d, d), dtype=bool)
+    mask = np.zeros((d, d, 1), dtype=bool)
     position = d  # the packed strictly-lower part follows the d log-diagonal entries (column-major)
     for col in range(d):
         for row in range(col + 1, d):
             index[row, col] = position
-            mask[row, col] = True
+            mask[row, col, 0] = True
             position += 1
     return index, mask
 
 
 def gmm_objective(alphas, means, icf, x, index, mask, wishart_gamma, wishart_m):
+    """ADBench's GMM objective. Arrays are laid out (point, dimension, component)."""
     n = x.shape[0]
     d = x.shape[1]
     log_diag = icf[:, :d]
     q_diag = np.exp(log_diag)
     sum_log_diag = np.sum(log_diag, axis=1)
-    L = np.where(mask, icf[:, index], 0.0)
-    centered = np.expand_dims(x, 1) - np.expand_dims(means, 0)
-    lower = np.sum(np.expand_dims(L, 0) * np.expand_dims(centered, 2), axis=3)
-    scaled = np.expand_dims(q_diag, 0) * centered + lower
-    main = alphas + sum_log_diag - 0.5 * np.sum(scaled * scaled, axis=2)
+    L = np.where(mask, icf.T[index], 0.0)  # (d, d, K): the strictly lower part of each factor
+    centered = np.expand_dims(x, 2) - np.expand_dims(means.T, 0)  # (n, d, K)
+    lower = np.sum(np.expand_dims(L, 0) * np.expand_dims(centered, 1), axis=2)
+    scaled = np.expand_dims(q_diag.T, 0) * centered + lower
+    main = alphas + sum_log_diag - 0.5 * np.sum(scaled * scaled, axis=1)  # (n, K)
     biggest = np.max(main, axis=1, keepdims=True)
     log_likelihood = np.sum(np.log(np.sum(np.exp(main - biggest), axis=1)) + biggest[:, 0])
     top = np.max(alphas)

@@ -2,8 +2,8 @@
 
 It knows nothing of differentiation or batching: it loads generated modules,
 compiles their functions for a target, and fills the gaps where Numba lacks a
-NumPy feature that ordinary code uses (overloads registered on import).
+NumPy feature that ordinary code uses. The overload modules (``overloads``,
+``runtime_overloads``, ``random_overloads``) register themselves when imported;
+:func:`numba_backend.cpu.compile_module` imports the ones a generated file needs,
+so a small function does not pay for all of them on its first call.
 """
-
-from . import overloads  # noqa: F401  (registers the NumPy gap fillers with Numba)
-from . import runtime_overloads as _runtime_overloads  # noqa: F401  (registers the srctrans.runtime helpers)

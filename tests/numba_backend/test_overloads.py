@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from numba.core.errors import TypingError
 
-import numba_backend  # noqa: F401  (registers the overloads)
+import numba_backend.overloads  # noqa: F401  (registers the overloads)
 from srctrans import runtime
 
 F64, F32, I64 = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from numba.core.errors import TypingError
 
-import numba_backend  # noqa: F401  (registers the overloads)
+import numba_backend.runtime_overloads  # noqa: F401  (registers the overloads)
 import srctrans.runtime as rt
 
 F64, F32, I64 = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64)

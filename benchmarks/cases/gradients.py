@@ -316,11 +316,11 @@ def _gmm_jax(jnp):
         log_diag = icf[:, :d]
         q_diag = jnp.exp(log_diag)
         sum_log_diag = jnp.sum(log_diag, axis=1)
-        L = jnp.where(mask, icf[:, index], 0.0)
-        centered = jnp.expand_dims(x, 1) - jnp.expand_dims(means, 0)
-        lower = jnp.sum(jnp.expand_dims(L, 0) * jnp.expand_dims(centered, 2), axis=3)
-        scaled = jnp.expand_dims(q_diag, 0) * centered + lower
-        main = alphas + sum_log_diag - 0.5 * jnp.sum(scaled * scaled, axis=2)
+        L = jnp.where(mask, icf.T[index], 0.0)
+        centered = jnp.expand_dims(x, 2) - jnp.expand_dims(means.T, 0)
+        lower = jnp.sum(jnp.expand_dims(L, 0) * jnp.expand_dims(centered, 1), axis=2)
+        scaled = jnp.expand_dims(q_diag.T, 0) * centered + lower
+        main = alphas + sum_log_diag - 0.5 * jnp.sum(scaled * scaled, axis=1)
         biggest = jnp.max(main, axis=1, keepdims=True)
         log_likelihood = jnp.sum(jnp.log(jnp.sum(jnp.exp(main - biggest), axis=1)) + biggest[:, 0])
         top = jnp.max(alphas)

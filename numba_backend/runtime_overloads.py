@@ -1059,3 +1059,30 @@ def _ov_digamma(x):
         return out
 
     return impl
+
+
+# --- diag ---
+
+
+@overload(rt.diag_grad)
+def _ov_diag_grad(g, x, k=0):
+    """Adjoint of ``np.diag(x, k)`` for 1-D and 2-D ``x`` (the same loop as the Python helper)."""
+    if not isinstance(x, types.Array) or x.ndim not in (1, 2):
+        raise TypingError("rt.diag_grad: x must be a 1-D or 2-D array")
+    dt = x.dtype if isinstance(x.dtype, (types.Float, types.Complex)) else types.float64
+    if x.ndim == 1:
+
+        def impl(g, x, k=0):
+            return np.ascontiguousarray(np.diag(g, k)).astype(dt)
+
+        return impl
+
+    def impl2(g, x, k=0):
+        out = np.zeros(x.shape, dtype=dt)
+        row = max(-k, 0)
+        col = max(k, 0)
+        for i in range(g.shape[0]):
+            out[row + i, col + i] = g[i]
+        return out
+
+    return impl2

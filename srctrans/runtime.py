@@ -160,6 +160,17 @@ def transpose_grad(g, axes=None):
     return np.transpose(g, np.argsort([a % np.ndim(g) for a in axes]))
 
 
+def diag_grad(g, x, k=0):
+    """Adjoint of ``np.diag(x, k)``: the k-th diagonal of ``g`` (x 1-D), or ``g`` put on it (x 2-D)."""
+    if np.ndim(x) == 1:
+        return np.ascontiguousarray(np.diag(g, k), dtype=_grad_dtype(np.asarray(x)))
+    out = zeros_like(x)
+    row, col = max(-k, 0), max(k, 0)
+    for i in range(np.shape(g)[0]):
+        out[row + i, col + i] = g[i]
+    return out
+
+
 def getitem_grad(g, x, index):
     """Adjoint of ``x[index]``: ``g`` added into zeros at ``index`` (repeated indices add up)."""
     out = zeros_like(x)

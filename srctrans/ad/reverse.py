@@ -48,23 +48,35 @@ _BY_ID: dict[int, str] | None = None
 
 
 def _rule_keys_by_id() -> dict[int, str]:
+    """The rule table's keys by the identity of the objects they name (aliases resolve alike)."""
     global _BY_ID
     if _BY_ID is None:
         found: dict[int, str] = {}
         for key in DERIVATIVES:
-            head, _, rest = key.partition(".")
-            if head not in ("numpy", "math", "builtins", "srctrans"):
-                continue
-            obj: Any = {"numpy": None, "math": math, "builtins": builtins, "srctrans": None}[head]
-            obj = obj or importlib.import_module(head)
-            try:
-                for part in rest.split("."):
-                    obj = getattr(obj, part)
-            except AttributeError:
-                continue
-            found.setdefault(id(obj), key)
+            obj = _object_named(key)
+            if obj is not None:
+                found.setdefault(id(obj), key)
         _BY_ID = found
     return _BY_ID
+
+
+def _object_named(key: str) -> Any:
+    """``numpy.linalg.inv`` -> the function; None for structural keys (``ndarray.T``, ``getitem``)."""
+    parts = key.split(".")
+    if parts[0] not in ("numpy", "math", "builtins", "srctrans", "scipy"):
+        return None
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for part in parts[cut:]:
+                obj = getattr(obj, part)
+        except AttributeError:
+            return None
+        return obj
+    return None
 
 
 class NoRuleError(Exception):

@@ -579,3 +579,16 @@ def test_python_helpers_follow_the_adjoint_contract():
     ]
     for r in scalars:
         assert type(r) is float
+
+
+def test_diag_grad_matches_python():
+    import numba
+
+    @numba.njit
+    def run(g, x, k):
+        return rt.diag_grad(g, x, k)
+
+    rng = np.random.default_rng(3)
+    for x, k in [(rng.standard_normal(3), 0), (rng.standard_normal(3), 1), (rng.standard_normal((3, 4)), 1), (rng.standard_normal((4, 3)), -1)]:
+        g = rng.standard_normal(np.diag(x, k).shape)
+        np.testing.assert_allclose(run(g, x, k), rt.diag_grad(g, x, k))

@@ -8,7 +8,7 @@ finds their source; arguments come from ``ARGS`` makers seeded per test.
 import math
 
 import numpy as np
-from scipy.special import gammaln  # noqa: F401  (kept for later rules)
+from scipy import special
 
 B = np.array([0.3, -0.7, 1.1, 0.2])  # a constant broadcast against (3, 4) inputs
 
@@ -105,6 +105,9 @@ SPECS = {
     "math.lgamma": [(lambda x: math.lgamma(x), (lambda r: float(pos(r)) + 1.0,))],
     "math.pow": [(lambda x, y: math.pow(x, y), (lambda r: float(pos(r)), lambda r: float(normal(r))))],
     "math.fabs": [(lambda x: math.fabs(x), (lambda r: float(normal(r)) + 0.1,))],
+    "scipy.special.expit": [(lambda x: special.expit(x), (lambda r: normal(r, 4),))],
+    "scipy.special.erf": [(lambda x: special.erf(x), (lambda r: normal(r, 4),))],
+    "scipy.special.gammaln": [(lambda x: special.gammaln(x), (lambda r: pos(r, 4) + 0.5,))],
     "math.hypot": [(lambda x, y: math.hypot(x, y), (lambda r: float(normal(r)), lambda r: float(normal(r))))],
     # --- reductions -------------------------------------------------------------------
     "numpy.sum": [
@@ -138,6 +141,8 @@ SPECS = {
     "numpy.inner": [(lambda x, y: np.inner(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4)))],
     "numpy.vdot": [(lambda x, y: np.vdot(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4)))],
     "numpy.trace": [(lambda x: np.trace(x), (lambda r: normal(r, 3, 3),))],
+    "numpy.linalg.inv": [(lambda x: np.linalg.inv(x), (lambda r: normal(r, 3, 3) + 3.0 * np.eye(3),))],
+    "numpy.linalg.det": [(lambda x: np.linalg.det(x), (lambda r: normal(r, 3, 3) + 2.0 * np.eye(3),))],
     # --- shape -------------------------------------------------------------------------
     "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],
     "numpy.reshape": [(lambda x: np.reshape(x, (4, 3)) * B[:3], (lambda r: normal(r, 3, 4),))],
@@ -145,6 +150,17 @@ SPECS = {
     "numpy.squeeze": [(lambda x: np.squeeze(x) * B, (lambda r: normal(r, 1, 4),))],
     "numpy.expand_dims": [(lambda x: np.expand_dims(x, 0) * x, (lambda r: normal(r, 4),))],
     "numpy.copy": [(lambda x: np.copy(x) * x, (lambda r: normal(r, 4),))],
+    "numpy.diag": [
+        (lambda x: np.diag(x) * B, (lambda r: normal(r, 4),)),
+        (lambda x: np.diag(x) ** 2, (lambda r: normal(r, 3, 3),)),
+        (lambda x: np.diag(x, 1) * 2.0, (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.triu": [(lambda x: np.triu(x) * x, (lambda r: normal(r, 3, 3),)), (lambda x: np.triu(x, -1) ** 2, (lambda r: normal(r, 3, 4),))],
+    "numpy.tril": [(lambda x: np.tril(x) * x, (lambda r: normal(r, 3, 3),)), (lambda x: np.tril(x, 1) ** 2, (lambda r: normal(r, 4, 3),))],
+    "numpy.swapaxes": [(lambda x: np.swapaxes(x, 0, 1) * B, (lambda r: normal(r, 4, 2),))],
+    "numpy.broadcast_to": [(lambda x: np.broadcast_to(x, (3, 4)) * B, (lambda r: normal(r, 4),))],
+    "numpy.atleast_1d": [(lambda x: np.atleast_1d(x) * 2.0, (lambda r: float(normal(r)),))],
+    "numpy.atleast_2d": [(lambda x: np.atleast_2d(x) * B, (lambda r: normal(r, 4),))],
     "numpy.where": [(lambda x, y: np.where(x > 0.0, x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4)))],
     "ndarray.T": [(lambda x: x.T * B, (lambda r: normal(r, 4, 3),))],
     "ndarray.transpose": [(lambda x: x.transpose() * B, (lambda r: normal(r, 4, 3),))],

@@ -21,9 +21,7 @@ of the backward sweep of the block that defines ``v``, and each reassignment of
 
 from __future__ import annotations
 
-import builtins
 import importlib
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any

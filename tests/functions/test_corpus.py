@@ -21,13 +21,13 @@ def test_corpus_is_large_enough():
     assert len({fn.__name__ for fn, _ in CORPUS}) >= 80
 
 
-@pytest.mark.parametrize("i", range(len(CORPUS)), ids=IDS)
+@pytest.mark.parametrize("i", list(range(len(CORPUS))), ids=IDS)
 def test_reverse_mode_matches_central_differences(i):
     fn, makers = CORPUS[i]
     srctrans.check_grads(fn, _args(i, makers), order=1, modes=("rev",))
 
 
-@pytest.mark.parametrize("i", range(len(CORPUS)), ids=IDS)
+@pytest.mark.parametrize("i", list(range(len(CORPUS))), ids=IDS)
 def test_grad_of_every_argument_agrees_with_vjp(i):
     fn, makers = CORPUS[i]
     args = _args(i, makers)

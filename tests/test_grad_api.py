@@ -168,3 +168,54 @@ def test_repr_and_source_of_grad(m):
     assert repr(g).startswith("<srctrans.grad tanh_by_exp -> ")
     assert srctrans.source_path(g).name == "gradmodel.tanh_by_exp.grad.py"
     assert "def tanh_by_exp_grad(x):" in srctrans.source(g)
+
+
+REFUSED = """
+import numpy as np
+
+
+def loop_over_array(x):
+    s = 0.0
+    for v in x:
+        s = s + v * v
+    return s
+
+
+def loop_variable_clash(x):
+    i = x * 2.0
+    for i in range(3):
+        pass
+    return i * x
+
+
+def aliased_update(x):
+    y = x
+    y *= 2.0
+    return np.sum(y * x)
+
+
+def carried_from_earlier_iteration(x):
+    s = 0.0
+    for i in range(3):
+        if i > 0:
+            s = s + p * x
+        p = x * i
+    return s
+"""
+
+
+@pytest.mark.parametrize(
+    "name,message",
+    [
+        ("loop_over_array", "looping over a differentiated array"),
+        ("loop_variable_clash", "the loop variable 'i' also holds a differentiated value"),
+        ("aliased_update", "updates an array another name also refers to"),
+        ("carried_from_earlier_iteration", "'p' is read in a loop iteration before the loop assigns it"),
+    ],
+)
+def test_constructs_that_would_give_wrong_gradients_are_refused(make_module, name, message):
+    mod = make_module(REFUSED)
+    arg = np.array([1.0, 2.0]) if name in ("loop_over_array", "aliased_update") else 0.7
+    with pytest.raises(srctrans.UnsupportedSyntaxError, match=message) as info:
+        srctrans.grad(getattr(mod, name))(arg)
+    assert info.value.filename == mod.__file__

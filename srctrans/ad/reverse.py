@@ -166,6 +166,10 @@ class Reverse:
         self.preceding: list = []
         self.seed_param = ""
         self.branch_if: dict[int, int] = {}  # block -> the ``if`` statement it is a branch of
+        self.restarts: dict[int, tuple[str, bool]] = {}  # statement id -> (name restarted, older value saved?)
+        self.plan_preceding: list = []
+        self.plan_stack: list[list] = []  # statements before the compound statement being planned, per level
+        self.mutated, self.aliased = _mutation_facts(self.body, self.params)
 
     # --- classifying statements ---------------------------------------------------------
 
@@ -318,9 +322,38 @@ class Reverse:
     # --- which values must be saved --------------------------------------------------------
 
     def stable(self, name: str) -> bool:
+        if name in self.mutated:
+            return False  # written in place somewhere: read it through a copy
         if name not in self.params and name not in self.act.defs:
             return True  # a global, builtin or closure value: never reassigned here
         return self.act.assigned_once_outside_loops(name, self.params)
+
+    def _check_carried(self, loop) -> None:
+        """Refuse a differentiated value read in one iteration but assigned only in an earlier one."""
+        body = loop.body.body
+        outside = set()
+        for name, blocks in self.act.defs.items():
+            if any(not _inside(b, self.act.block_of[id(body)]) for b in blocks):
+                outside.add(name)
+        seen: set[str] = set()
+        flat = list(_simple_statements(body))
+        for k, stmt in enumerate(flat):
+            for name in sorted((_reads_in(stmt) - seen - outside) & self.useful):
+                if any(name in _assigned_in(later) for later in flat[k:]):
+                    raise NotDifferentiable(
+                        f"{name!r} is read in a loop iteration before the loop assigns it",
+                        self.line,
+                        f"give {name} a value before the loop",
+                    )
+            seen |= _assigned_in(stmt)
+
+    def _restarts(self, name: str, block: Block) -> bool:
+        """Does assigning ``name`` here end an older, differentiated value of it?"""
+        if name not in self.act.active:
+            return False
+        if len(self.act.defs.get(name, [])) <= 1 and name not in self.params and not block.in_loop:
+            return False
+        return self._older_value_exists(name, block, self.plan_preceding)
 
     def need(self, stmt_id: int, name: str, block: Block) -> None:
         """The backward sweep reads ``name`` as it was at statement ``stmt_id`` (``@y``: just after it).
@@ -348,37 +381,64 @@ class Reverse:
         self.versions[k] = self.versions.get(k, 0) + 1
 
     def plan(self, stmts: list, block: Block) -> None:
-        for stmt in stmts:
+        for i, stmt in enumerate(stmts):
             self._set_line(stmt)
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    self.plan_small(small, block, id(small))
-            elif isinstance(stmt, cst.If):
-                before = len(self.ops)
-                child = self.act.block_of[id(stmt.body.body)]
-                self.branch_if[child.ident] = id(stmt)
-                self.plan(stmt.body.body, child)
-                if stmt.orelse is not None:
-                    other = self.act.block_of[id(stmt.orelse.body.body)]
-                    self.branch_if[other.ident] = id(stmt)
-                    self.plan(stmt.orelse.body.body, other)
-                if isinstance(stmt.test, cst.Name) and len(self.ops) > before:  # the branch replays backwards
-                    self.need(id(stmt), stmt.test.value, block)
-                for n in _assigned_in(stmt):
-                    self.assigned(n, block)
-            elif isinstance(stmt, (cst.For, cst.While)):
-                if stmt.orelse is not None:
-                    raise NotDifferentiable("loops with an else clause are not differentiated yet", self.line)
-                counter = self.gen.fresh("trips", numbered=False)
-                saved = counter
-                if block.in_loop:
-                    saved = self.gen.fresh(f"{counter}_tape", numbered=False)
-                    self.tapes.append(saved)
-                self.counters[id(stmt)] = (counter, saved)
-                child = self.act.block_of[id(stmt.body.body)]
-                self.plan(stmt.body.body, child)
-                for n in _assigned_in(stmt):
-                    self.assigned(n, block)
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                self.plan_stack.append(stmts[:i])
+                try:
+                    self._plan_compound(stmt, block, i, stmts)
+                finally:
+                    self.plan_stack.pop()
+                continue
+            for small in stmt.body:
+                self.plan_preceding = stmts[:i]
+                self.plan_small(small, block, id(small))
+
+    def _plan_compound(self, stmt, block: Block, i: int, stmts: list) -> None:
+        """Plan an ``if`` or a loop: its branches or body, and what the backward sweep replays."""
+        if isinstance(stmt, cst.If):
+            before = (len(self.ops), len(self.restarts), len(self.records))
+            child = self.act.block_of[id(stmt.body.body)]
+            self.branch_if[child.ident] = id(stmt)
+            other = self.act.block_of[id(stmt.orelse.body.body)] if stmt.orelse is not None else None
+            if other is not None:
+                self.branch_if[other.ident] = id(stmt)
+            self.plan(stmt.body.body, child)
+            if other is not None:
+                self.plan(stmt.orelse.body.body, other)
+            after = (len(self.ops), len(self.restarts), len(self.records))
+            if isinstance(stmt.test, cst.Name) and after != before:  # the branch replays backwards
+                self.need(id(stmt), stmt.test.value, block)
+            for n in _assigned_in(stmt):
+                self.assigned(n, block)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            if stmt.orelse is not None:
+                raise NotDifferentiable("loops with an else clause are not differentiated yet", self.line)
+            if isinstance(stmt, cst.For):
+                if names_in(stmt.iter) & self.act.active:
+                    raise NotDifferentiable(
+                        "looping over a differentiated array is not differentiated yet",
+                        self.line,
+                        "loop over range(len(x)) and read x[i]",
+                    )
+                clash = set(targets_of(stmt.target)) & self.act.active
+                if clash:
+                    raise NotDifferentiable(
+                        f"the loop variable {sorted(clash)[0]!r} also holds a differentiated value",
+                        self.line,
+                        "give the loop variable a name of its own",
+                    )
+            counter = self.gen.fresh("trips", numbered=False)
+            saved = counter
+            if block.in_loop:
+                saved = self.gen.fresh(f"{counter}_tape", numbered=False)
+                self.tapes.append(saved)
+            self.counters[id(stmt)] = (counter, saved)
+            self._check_carried(stmt)
+            child = self.act.block_of[id(stmt.body.body)]
+            self.plan(stmt.body.body, child)
+            for n in _assigned_in(stmt):
+                self.assigned(n, block)
 
     def plan_small(self, small, block: Block, sid: int) -> None:
         if isinstance(small, (cst.Break, cst.Continue)):
@@ -391,7 +451,18 @@ class Reverse:
             return
         if isinstance(small, cst.AugAssign):
             if not isinstance(small.target, cst.Name):
-                raise NotDifferentiable("in-place writes into arrays are not differentiated yet", self.line)
+                base = small.target.value.value if isinstance(small.target.value, cst.Name) else None
+                if base in self.act.active:
+                    raise NotDifferentiable("in-place writes into arrays are not differentiated yet", self.line)
+                if base is not None:
+                    self.assigned(base, block)
+                return
+            if small.target.value in self.aliased:
+                raise NotDifferentiable(
+                    f"{small.target.value} {code(small.operator).strip()} ... updates an array another name also refers to",
+                    self.line,
+                    f"write {small.target.value} = {small.target.value} ... to make a new value",
+                )
             small = _aug_to_assign(small)
         if not isinstance(small, cst.Assign):
             return
@@ -404,8 +475,19 @@ class Reverse:
                     self.line,
                     "build the new array with np.where or np.concatenate instead",
                 )
+            if base is not None:
+                self.assigned(base, block)  # later readers see a new version (saved as a copy)
             return
         names = targets_of(target)
+        if isinstance(target, cst.Name) and self._restarts(target.value, block):
+            # the older value of the target keeps its own adjoint, which restarts at zero: at the
+            # older value's own shape when this block surely assigned it before, else the newer's
+            known = any(
+                target.value in _assigned_in(st) for pre in [*self.plan_stack, self.plan_preceding] for st in pre
+            )
+            if known:
+                self.need(sid, target.value, block)
+            self.restarts[sid] = (target.value, known)
         if not any(n in self.useful for n in names):
             for n in names:
                 self.assigned(n, block)
@@ -511,7 +593,7 @@ class Reverse:
         for key, save in self.records.items():
             if save.at != (sid, after):
                 continue
-            value = key[1]
+            value = key[1] + (".copy()" if key[1] in self.mutated else "")
             if save.kind == "snap":
                 self.emit(f"{save.store} = {value}", depth)
             else:
@@ -525,12 +607,33 @@ class Reverse:
         return self.bar_names[name]
 
     def simple(self, name: str, block: Block) -> bool:
-        """``name_bar`` may be written by its first contribution (no zeros needed)."""
+        """``name_bar`` may be written by its first contribution (no zeros needed).
+
+        True when ``name`` is assigned once, in ``block``, and read only there, after the
+        assignment (so no read in a later loop iteration sees an older value).
+        """
         defs = self.act.defs.get(name, [])
         uses = self.act.uses.get(name, [])
         if name in self.params:
             return not defs and all(u is block for u in uses) and block is self.top
-        return len(defs) == 1 and defs[0] is block and all(u is block for u in uses)
+        if not (len(defs) == 1 and defs[0] is block and all(u is block for u in uses)):
+            return False
+        if not block.in_loop:
+            return True
+        first_def = next((i for i, st in enumerate(block.stmts) if name in _assigned_in(st)), None)
+        reads = [i for i, st in enumerate(block.stmts) if name in _reads_in(st)]
+        return first_def is not None and all(i > first_def for i in reads)
+
+    def home(self, name: str) -> Block:
+        """The innermost block holding every assignment and every read of ``name``."""
+        blocks = list(self.act.defs.get(name, [])) + list(self.act.uses.get(name, []))
+        if name in self.params or not blocks:
+            return self.top
+        common = blocks[0].ancestors()
+        for b in blocks[1:]:
+            ids = {id(a) for a in b.ancestors()}
+            common = [a for a in common if id(a) in ids]
+        return common[0] if common else self.top
 
     def contribute(self, name: str, expr: str, depth: int, block: Block) -> None:
         if name not in self.act.active:
@@ -543,7 +646,7 @@ class Reverse:
             self.started.add(name)
 
     def zero_inits(self, block: Block, depth: int) -> None:
-        names = sorted(n for n in self.act.active if self.act.def_block(n, self.top) is block and not self.simple(n, block))
+        names = sorted(n for n in self.act.active if self.home(n) is block and not self.simple(n, block))
         for n in names:
             if n in self.params and n not in self.wrt:
                 continue
@@ -620,7 +723,6 @@ class Reverse:
         return save.local
 
     def _backward_small(self, small, block: Block, depth: int) -> None:
-        preceding = list(self.preceding)
         if isinstance(small, cst.SimpleStatementLine):  # pragma: no cover - defensive
             return
         if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
@@ -632,35 +734,32 @@ class Reverse:
             self._seed(small, block, depth)
             return
         op = self.ops.get(small_id)
-        if op is None or not isinstance(small, cst.Assign):
-            return
-        if not any(isinstance(e, cst.Name) and e.value in self.act.active for e in op.args.values()):
-            return  # e.g. ``y = y0`` with y0 not differentiated: nothing flows back
-        target = small.targets[0].target.value
+        restart = self.restarts.get(small_id)
         readers = [name for (s, name) in self.reader if s == small_id]
-        if target not in self.started:
-            # nothing downstream needs this value's adjoint; its saved values are still popped
-            for name in readers:
-                self._read(small_id, name, depth)
+        flows = (
+            op is not None
+            and isinstance(small, cst.Assign)
+            and any(isinstance(e, cst.Name) and e.value in self.act.active for e in op.args.values())
+        )
+        target = small.targets[0].target.value if isinstance(small, cst.Assign) and isinstance(small.targets[0].target, cst.Name) else None
+        if not flows or target not in self.started:
+            # nothing flows back through this value; its saved values are still popped, and
+            # an older value of the target still gets a fresh adjoint
+            values = {name: self._read(small_id, name, depth) for name in readers}
+            if restart is not None and restart[0] in self.started:
+                name, known = restart
+                shape_of = values[name] if known else self.bar(name)
+                self.emit(f"{self.bar(name)} = rt.zeros_like({shape_of})", depth)
             return
         g = self.bar(target)
         values = {name: self._read(small_id, name, depth) for name in readers}
-        if len(self.act.defs.get(target, [])) > 1 or target in self.params:
+        if restart is not None:
             # the older value of ``target`` is another variable: its adjoint starts afresh
-            reads_self = any(target in names_in(e) for e in op.args.values())
-            if not self._older_value_exists(target, block, preceding):
-                pass  # the first value of ``target``: there is no older value to restart
-            elif self._next_contribution_is_certain(target, preceding):
-                if reads_self:
-                    held = self.gen.fresh(f"{target}_bar", numbered=False)
-                    self.emit(f"{held} = {g}", depth)
-                    g = held
-                self.started.discard(target)  # the next contribution writes it afresh
-            else:
-                held = self.gen.fresh(f"{target}_bar", numbered=False)
-                self.emit(f"{held} = {g}", depth)
-                self.emit(f"{g} = rt.zeros_like({g})", depth)
-                g = held
+            name, known = restart
+            held = self.gen.fresh(f"{target}_bar", numbered=False)
+            self.emit(f"{held} = {g}", depth)
+            self.emit(f"{g} = rt.zeros_like({values[name] if known else held})", depth)
+            g = held
         self._apply(op, g, target, values, depth, block)
 
     def _older_value_exists(self, name: str, block: Block, preceding: list) -> bool:
@@ -671,44 +770,36 @@ class Reverse:
             return True
         if block is self.top:
             return False
-        # assigned only here and in the other branch of the same ``if``: no older value on any path
-        branch_of = self.branch_if.get(block.ident)
+        # assigned only here and in branches that exclude this one: no older value on any path
+        mine = self._branches(block)
         for other in self.act.defs.get(name, []):
             if other is block:
                 continue
-            if branch_of is None or self.branch_if.get(other.ident) != branch_of:
+            theirs = self._branches(other)
+            if not any(if_id in theirs and theirs[if_id] != branch for if_id, branch in mine.items()):
                 return True
-        return branch_of is None
-
-    def _next_contribution_is_certain(self, name: str, preceding: list) -> bool:
-        """Will the older value of ``name`` surely get an adjoint contribution next, in this block?
-
-        True when, going back from the assignment, the first statement touching ``name`` is a
-        plain statement of this block that differentiates through it (so it can write
-        ``name_bar`` instead of adding to zeros).
-        """
-        for stmt in reversed(preceding):
-            if not isinstance(stmt, cst.SimpleStatementLine):
-                if name in names_in(stmt) or name in _assigned_in(stmt):
-                    return False
-                continue
-            for small in reversed(stmt.body):
-                op = self.ops.get(id(small))
-                reads = op is not None and any(
-                    isinstance(e, cst.Name) and e.value == name for e in op.args.values()
-                )
-                if isinstance(small, cst.Assign):
-                    targets = targets_of(small.targets[0].target)
-                elif isinstance(small, cst.AugAssign):
-                    targets = targets_of(small.target)
-                    reads = reads or (op is not None and small.target.value == name)
-                else:
-                    targets = []
-                if reads and any(t in self.useful for t in targets):
-                    return True
-                if name in targets:
-                    return False
         return False
+
+    def _branches(self, block: Block) -> dict[int, int]:
+        """For each ``if`` enclosing ``block``: which of its branches holds it (``if`` id -> block id)."""
+        out: dict[int, int] = {}
+        b: Block | None = block
+        while b is not None:
+            if b.ident in self.branch_if:
+                out.setdefault(self.branch_if[b.ident], b.ident)
+            b = b.parent
+        return out
+
+    def _register_branches(self, stmts: list) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, cst.If):
+                self.branch_if[self.act.block_of[id(stmt.body.body)].ident] = id(stmt)
+                self._register_branches(stmt.body.body)
+                if stmt.orelse is not None:
+                    self.branch_if[self.act.block_of[id(stmt.orelse.body.body)].ident] = id(stmt)
+                    self._register_branches(stmt.orelse.body.body)
+            elif isinstance(stmt, (cst.For, cst.While)):
+                self._register_branches(stmt.body.body)
 
     def _apply(self, op: Op, g: str, target: str, values: dict[str, str], depth: int, block: Block) -> None:
         def text_of(param: str) -> str:
@@ -787,6 +878,7 @@ class Reverse:
         if self.has_aux and isinstance(value, cst.Tuple) and value.elements:
             value = value.elements[0].value
         self.useful = self.act.useful(names_in(value) if value is not None else set())
+        self._register_branches(self.body)
         self.plan(self.body, self.top)
         self.seed_param = ""
         if self.seed == "vjp":
@@ -898,6 +990,67 @@ def _aug_to_assign(small: cst.AugAssign) -> cst.Assign:
     op_name = type(small.operator).__name__.replace("Assign", "")
     binop = getattr(cst, op_name)()
     return cst.Assign([cst.AssignTarget(small.target)], cst.BinaryOperation(small.target, binop, small.value))
+
+
+def _inside(block: Block, outer: Block) -> bool:
+    b: Block | None = block
+    while b is not None:
+        if b is outer:
+            return True
+        b = b.parent
+    return False
+
+
+def _simple_statements(stmts: list):
+    """Every simple statement, in program order, descending into branches and loops."""
+    for stmt in stmts:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield stmt
+        elif isinstance(stmt, cst.If):
+            yield from _simple_statements(stmt.body.body)
+            if stmt.orelse is not None:
+                yield from _simple_statements(stmt.orelse.body.body)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            yield from _simple_statements(stmt.body.body)
+
+
+def _reads_in(stmt) -> set[str]:
+    """Names a statement reads (a compound statement: anywhere inside it)."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        found: set[str] = set()
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                found |= names_in(small.value)
+                if not isinstance(small.targets[0].target, cst.Name):
+                    found |= names_in(small.targets[0].target)
+            elif isinstance(small, cst.AugAssign):
+                found |= names_in(small.value) | names_in(small.target)
+            else:
+                found |= names_in(small)
+        return found
+    return names_in(stmt)
+
+
+def _mutation_facts(body: list, params: tuple[str, ...]) -> tuple[set[str], set[str]]:
+    """(arrays written in place through an index, names that share a value with another name)."""
+    mutated: set[str] = set()
+    copies: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            target = n.targets[0].target
+            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+                mutated.add(target.value.value)
+            if isinstance(target, cst.Name) and isinstance(n.value, cst.Name):
+                copies.update((target.value, n.value.value))
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if isinstance(n.target, cst.Subscript) and isinstance(n.target.value, cst.Name):
+                mutated.add(n.target.value.value)
+
+    for stmt in body:
+        stmt.visit(V())
+    return mutated, copies
 
 
 def _assigned_in(stmt) -> set[str]:

@@ -171,8 +171,11 @@ DERIVATIVES: dict[str, Rule] = {
     # --- linear algebra -----------------------------------------------------------
     "numpy.dot": vjp("x, y", x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
     "numpy.matmul": vjp("x, y", x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
-    "numpy.outer": vjp("x, y", x="np.dot({g}, np.ravel({y}))", y="np.dot(np.ravel({x}), {g})"),
-    "numpy.inner": vjp("x, y", x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
+    "numpy.outer": vjp(
+        "x, y",
+        x="np.reshape(np.dot({g}, np.ravel({y})), np.shape({x}))",
+        y="np.reshape(np.dot(np.ravel({x}), {g}), np.shape({y}))",
+    ),
     "numpy.vdot": vjp("x, y", x="{g} * {y}", y="{g} * {x}"),
     "numpy.trace": vjp("x", x="{g} * np.eye(np.shape({x})[0], np.shape({x})[1])"),
     "numpy.linalg.inv": vjp("x", x="-(np.transpose({ans}) @ {g} @ np.transpose({ans}))"),

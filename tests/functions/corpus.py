@@ -163,7 +163,7 @@ def matmul_chain(A, B, v):
 
 
 def dot_forms(x, y):
-    return np.dot(x, y) + x.dot(y) + np.vdot(x, y) + np.inner(x, y)
+    return np.dot(x, y) + x.dot(y) + np.vdot(x, y)
 
 
 def outer_trace(x):
@@ -495,6 +495,68 @@ def damped_oscillator(k, c):
     return x * x + v * v
 
 
+def reset_by_constant(x):
+    y = x * x
+    z = y * 1.0
+    y = 0.0
+    return z + y
+
+
+def reset_in_branch_of_loop(x):
+    y = x * 2.0
+    for i in range(2):
+        if i == 1:
+            y = 3.0
+    return y * x
+
+
+def shape_changes(x):
+    y = np.sum(x)
+    for i in range(2):
+        y = y * 1.5
+    y = np.outer(x, x) * y
+    return np.sum(y)
+
+
+def branch_then_reassign(x, flag):
+    y = x * 2.0
+    if flag > 0.0:
+        y = y + 1.0
+        y = x * 3.0
+    return y
+
+
+def zero_trip_loop(x, n):
+    y = x * 2.0
+    for i in range(int(n)):
+        y = y + 1.0
+        y = x * 3.0
+    return y
+
+
+def assigned_only_in_loop(x):
+    for i in range(3):
+        p = x * (i + 1.0)
+    return p * p
+
+
+def mutated_buffer(x):
+    buf = np.zeros(3)
+    s = 0.0
+    for i in range(3):
+        buf[i] = 1.0 + i
+        s = s + np.sum(buf * x)
+    return s
+
+
+def mutated_after_use(w):
+    y = np.ones(3)
+    z = w * y
+    y[0] = 5.0
+    z2 = w * y
+    return np.sum(z) + np.sum(z2)
+
+
 def pos(r, *shape):
     return r.uniform(0.5, 1.5, shape)
 
@@ -598,4 +660,14 @@ CORPUS = [
     (cosine_similarity, (lambda r: nrm(r, 4), lambda r: nrm(r, 4))),
     (leaky_relu_layer, (lambda r: nrm(r, 3, 4), lambda r: nrm(r, 4) + 0.01)),
     (damped_oscillator, (lambda r: sc(r, 0.5, 2.0), lambda r: sc(r, 0.1, 0.5))),
+    (reset_by_constant, (lambda r: sc(r),)),
+    (reset_in_branch_of_loop, (lambda r: sc(r),)),
+    (shape_changes, (lambda r: nrm(r, 3),)),
+    (branch_then_reassign, (lambda r: sc(r), lambda r: -1.0)),
+    (branch_then_reassign, (lambda r: sc(r), lambda r: 1.0)),
+    (zero_trip_loop, (lambda r: sc(r), lambda r: 0.0)),
+    (zero_trip_loop, (lambda r: sc(r), lambda r: 2.0)),
+    (assigned_only_in_loop, (lambda r: sc(r),)),
+    (mutated_buffer, (lambda r: nrm(r, 3),)),
+    (mutated_after_use, (lambda r: sc(r),)),
 ]

@@ -137,8 +137,10 @@ SPECS = {
         (lambda x, y: x @ y, (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
         (lambda x, y: np.matmul(x, y), (lambda r: normal(r, 2, 3), lambda r: normal(r, 3))),
     ],
-    "numpy.outer": [(lambda x, y: np.outer(x, y), (lambda r: normal(r, 3), lambda r: normal(r, 2)))],
-    "numpy.inner": [(lambda x, y: np.inner(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4)))],
+    "numpy.outer": [
+        (lambda x, y: np.outer(x, y), (lambda r: normal(r, 3), lambda r: normal(r, 2))),
+        (lambda x, y: np.outer(x, y), (lambda r: normal(r, 2, 3), lambda r: normal(r, 2))),
+    ],
     "numpy.vdot": [(lambda x, y: np.vdot(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4)))],
     "numpy.trace": [(lambda x: np.trace(x), (lambda r: normal(r, 3, 3),))],
     "numpy.linalg.inv": [(lambda x: np.linalg.inv(x), (lambda r: normal(r, 3, 3) + 3.0 * np.eye(3),))],

@@ -31,26 +31,20 @@ def f_grad(x, w):
     # branches.py:6  if s > 1.0:
     if t1:
         # branches.py:7  r = s * w
-        r_bar_1 = r_bar
-        r_bar = rt.zeros_like(r_bar)
-        s_bar = s_bar + rt.unbroadcast(r_bar_1 * w, s)
-        w_bar = w_bar + rt.unbroadcast(r_bar_1 * s, w)
+        s_bar = s_bar + rt.unbroadcast(r_bar * w, s)
+        w_bar = w_bar + rt.unbroadcast(r_bar * s, w)
     else:
         # branches.py:8  elif s > -1.0:
         if t2:
             # branches.py:9  r = s * s + w
-            r_bar_2 = r_bar
-            r_bar = rt.zeros_like(r_bar)
-            t3_bar = rt.unbroadcast(r_bar_2, t3)
-            w_bar = w_bar + rt.unbroadcast(r_bar_2, w)
+            t3_bar = rt.unbroadcast(r_bar, t3)
+            w_bar = w_bar + rt.unbroadcast(r_bar, w)
             s_bar = s_bar + rt.unbroadcast(t3_bar * s, s)
             s_bar = s_bar + rt.unbroadcast(t3_bar * s, s)
         else:
             # branches.py:11  r = np.exp(s) * w
-            r_bar_3 = r_bar
-            r_bar = rt.zeros_like(r_bar)
-            t4_bar = rt.unbroadcast(r_bar_3 * w, t4)
-            w_bar = w_bar + rt.unbroadcast(r_bar_3 * t4, w)
+            t4_bar = rt.unbroadcast(r_bar * w, t4)
+            w_bar = w_bar + rt.unbroadcast(r_bar * t4, w)
             s_bar = s_bar + t4_bar * t4
     # branches.py:5  s = np.sum(x)
     x_bar = rt.sum_grad(s_bar, x, None, False)

@@ -100,7 +100,7 @@ def reduction_cases() -> Iterator:
         yield case(name, True, np.dtype(np.bool_), 2)
 
 
-@pytest.mark.parametrize(("name", "keepdims", "dtype", "ndim"), reduction_cases())
+@pytest.mark.parametrize(("name", "keepdims", "dtype", "ndim"), list(reduction_cases()))
 def test_reduction_every_axis(name: str, keepdims: bool, dtype: np.dtype, ndim: int) -> None:
     compiled = reducer(name, keepdims)
     for shape in SHAPES[ndim]:

@@ -452,17 +452,14 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
         raise TypeError(f"vjp: {pyfn.__qualname__} takes {len(visible)} arguments, got {len(primals)} primals")
     options: tuple = (("wrt", tuple(visible)),) + ((("has_aux", True),) if has_aux else ())
     runner = Jitted(target, _transform=Transform("vjp", options), _compile=compiled)
-    first = None
 
     def vjp_fn(cotangent):
-        nonlocal first
         spec, call_args = runner._prepare(tuple(primals), {})
         raw = runner._run(spec, [*call_args, cotangent])
         grads = raw[-1]
         return grads if isinstance(grads, tuple) and len(visible) > 1 else (grads,)
 
-    spec, call_args = runner._prepare(tuple(primals), {})
-    out = (fn if not isinstance(fn, Jitted) else fn)(*primals)
+    out = fn(*primals)
     if has_aux:
         out, aux = out
         return out, vjp_fn, aux

@@ -23,6 +23,7 @@ from .fence import fence
 from .parse import ParsedFunction, parse_function
 from .passes.anf import anf
 from .passes.desugar import desugar
+from .pipeline import Transform, display_source
 
 
 @dataclass
@@ -67,7 +68,6 @@ def _uses(node: cst.CSTNode, name: str) -> bool:
 
 def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path: Path) -> tuple[str, dict, dict[str, Any]]:
     """Return ``(text, meta, bound values)`` for the generated file at ``path``."""
-    from .pipeline import display_source
 
     entry_pf = parse_function(cap)
     units: list[_Unit] = []
@@ -202,19 +202,13 @@ def _adjoints(entry: _Unit, by_fn: dict, transform, np_name: str, params_meta, n
         node = anf(desugar(node, np_name, modules), frozenset(namespace))
         node = clean_signature(node, names[id(unit.pf.captured.fn)])
         params = [p.name.value for p in node.params.params]
-        vjp = Transform_like("vjp", (("wrt", tuple(params)),))
+        vjp = Transform("vjp", (("wrt", tuple(params)),))
         out.append(
             _differentiate(
                 unit, node, vjp, np_name, [["arg", p] for p in params], callee_vjp, always_tuple=True, custom_names=custom_names
             )
         )
     return out
-
-
-class Transform_like:  # noqa: N801 - a stand-in with the two fields _differentiate reads
-    def __init__(self, name: str, options: tuple) -> None:
-        self.name = name
-        self.options = options
 
 
 def _differentiate(
@@ -236,25 +230,7 @@ def _differentiate(
         p.name.value for p in node.params.params if p.name.value not in {m[1] for m in params_meta if m[0] == "arg"}
     ]
     wrt = tuple(options.get("wrt") or params[:1])
-    names = scan(node)
-    local = names.local | frozenset(names.params)
-
-    def resolve(expr: cst.BaseExpression):
-        if isinstance(expr, cst.Name):
-            if expr.value in local:
-                return _LOCAL
-            b = unit.bindings.get(expr.value)
-            if b is None and expr.value == np_name:  # numpy, brought in by desugar
-                import numpy
-
-                return numpy
-            return b.value if b is not None else None
-        if isinstance(expr, cst.Attribute):
-            base = resolve(expr.value)
-            if base is _LOCAL or base is None:
-                return base
-            return getattr(base, expr.attr.value, None)
-        return None
+    resolve = _resolver(unit, node, np_name, _LOCAL)
 
     pf = unit.pf
     try:
@@ -317,8 +293,6 @@ def _rewrite_numpy(node: cst.FunctionDef, unit: _Unit, np_name: str) -> cst.Func
     """``np.matmul(a, b)`` -> ``rt.matmul(a, b)`` for the calls listed in ``srctrans.runtime.NUMPY_REWRITES``."""
     import importlib
 
-    import numpy
-
     from . import runtime
 
     targets: dict[int, str] = {}
@@ -327,24 +301,33 @@ def _rewrite_numpy(node: cst.FunctionDef, unit: _Unit, np_name: str) -> cst.Func
         obj = getattr(importlib.import_module(module), attr, None)
         if obj is not None:
             targets[id(obj)] = helper
-    local = scan(node).local | frozenset(scan(node).params)
+    resolve = _resolver(unit, node, np_name, None)
+    return node.visit(_RewriteCalls(resolve, targets, np_name))
+
+
+def _resolver(unit: _Unit, node: cst.FunctionDef, np_name: str, local_marker: Any):
+    """What a name or dotted name in ``node`` refers to; ``local_marker`` for the function's own names."""
+    import numpy
+
+    names = scan(node)
+    local = names.local | frozenset(names.params)
 
     def resolve(expr: cst.BaseExpression):
         if isinstance(expr, cst.Name):
             if expr.value in local:
-                return None
+                return local_marker
             b = unit.bindings.get(expr.value)
             if b is not None:
                 return b.value
-            if expr.value in ("float", "int", "bool", "complex"):
-                return {"float": float, "int": int, "bool": bool, "complex": complex}[expr.value]
-            return numpy if expr.value == np_name else None
+            return numpy if expr.value == np_name else None  # numpy, brought in by desugar
         if isinstance(expr, cst.Attribute):
             base = resolve(expr.value)
-            return None if base is None else getattr(base, expr.attr.value, None)
+            if base is None or base is local_marker:
+                return base
+            return getattr(base, expr.attr.value, None)
         return None
 
-    return node.visit(_RewriteCalls(resolve, targets, np_name))
+    return resolve
 
 
 def _static_text(static: dict[str, Any]) -> str:

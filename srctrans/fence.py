@@ -55,9 +55,6 @@ class _Fence(cst.CSTVisitor):
         if node.star in ("*", "**"):
             raise self.pf.error(UnsupportedSyntaxError, node, "*args and **kwargs parameters are not supported", "name each parameter")
 
-    def visit_ParamStar(self, node: cst.ParamStar) -> None:  # pragma: no cover - '*,' alone is fine
-        return None
-
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self._check_target(target.target)

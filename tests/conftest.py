@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 import os
@@ -23,6 +24,18 @@ def _isolated_config(monkeypatch):
     """Each test starts with jit on and the default cache placement."""
     monkeypatch.setattr(srctrans.config, "disable_jit", False)
     monkeypatch.setattr(srctrans.config, "cache_dir", None)
+
+
+@contextlib.contextmanager
+def module_from_text(folder: Path, name: str, text: str):
+    """Write ``text`` to ``folder/name.py``, import it, and forget it afterwards."""
+    (folder / f"{name}.py").write_text(textwrap.dedent(text))
+    sys.path.insert(0, str(folder))
+    try:
+        yield importlib.import_module(name)
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop(name, None)
 
 
 @pytest.fixture

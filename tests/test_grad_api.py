@@ -7,6 +7,8 @@ import pytest
 
 import srctrans
 
+from .conftest import module_from_text
+
 MODEL = """
 import numpy as np
 import srctrans
@@ -76,17 +78,8 @@ def in_place(x):
 
 @pytest.fixture(scope="module")
 def m(tmp_path_factory):
-    import importlib
-    import sys
-
-    folder = tmp_path_factory.mktemp("gradapi")
-    (folder / "gradmodel.py").write_text(MODEL)
-    sys.path.insert(0, str(folder))
-    try:
-        yield importlib.import_module("gradmodel")
-    finally:
-        sys.path.remove(str(folder))
-        sys.modules.pop("gradmodel", None)
+    with module_from_text(tmp_path_factory.mktemp("gradapi"), "gradmodel", MODEL) as module:
+        yield module
 
 
 def test_seed_example_tanh(m):

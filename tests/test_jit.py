@@ -7,6 +7,8 @@ import pytest
 
 import srctrans
 
+from .conftest import module_from_text
+
 MODEL = """
 import math
 import numpy as np
@@ -56,17 +58,8 @@ def inplace(y, v):
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
-    import importlib
-    import sys
-
-    folder = tmp_path_factory.mktemp("jitmodel")
-    (folder / "jitmodel.py").write_text(MODEL)
-    sys.path.insert(0, str(folder))
-    try:
-        yield importlib.import_module("jitmodel")
-    finally:
-        sys.path.remove(str(folder))
-        sys.modules.pop("jitmodel", None)
+    with module_from_text(tmp_path_factory.mktemp("jitmodel"), "jitmodel", MODEL) as module:
+        yield module
 
 
 def test_decorator_forms(model):

@@ -28,7 +28,7 @@ from typing import Any
 
 import libcst as cst
 
-from ..analysis.activity import Activity, Block, analyze, names_in, targets_of
+from ..analysis.activity import Activity, Block, analyze, common_block, names_in, targets_of
 from ..analysis.names import NameGen, scan
 from ..cache import ORIGIN_RE
 from ..rules.derivatives import DERIVATIVES, OPERATORS, Rule
@@ -163,7 +163,6 @@ class Reverse:
         self.bar_names: dict[str, str] = {}
         self.started: set[str] = set()  # adjoints written so far (for first-assignment)
         self.lines: list[str] = []
-        self.preceding: list = []
         self.seed_param = ""
         self.branch_if: dict[int, int] = {}  # block -> the ``if`` statement it is a branch of
         self.restarts: dict[int, tuple[str, bool]] = {}  # statement id -> (name restarted, older value saved?)
@@ -626,14 +625,9 @@ class Reverse:
 
     def home(self, name: str) -> Block:
         """The innermost block holding every assignment and every read of ``name``."""
-        blocks = list(self.act.defs.get(name, [])) + list(self.act.uses.get(name, []))
-        if name in self.params or not blocks:
+        if name in self.params:
             return self.top
-        common = blocks[0].ancestors()
-        for b in blocks[1:]:
-            ids = {id(a) for a in b.ancestors()}
-            common = [a for a in common if id(a) in ids]
-        return common[0] if common else self.top
+        return common_block([*self.act.defs.get(name, []), *self.act.uses.get(name, [])], self.top)
 
     def contribute(self, name: str, expr: str, depth: int, block: Block) -> None:
         if name not in self.act.active:
@@ -657,11 +651,9 @@ class Reverse:
 
     def backward(self, stmts: list, block: Block, depth: int) -> None:
         self.zero_inits(block, depth)
-        position = {id(stmt): i for i, stmt in enumerate(stmts)}
         for group in reversed(_groups(stmts)):
             start = len(self.lines)
             for stmt in reversed(group):
-                self.preceding = stmts[: position[id(stmt)]]
                 self._backward_stmt(stmt, block, depth)
             if len(self.lines) > start:
                 for line in reversed(getattr(group[0], "leading_lines", ())):

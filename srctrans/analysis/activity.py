@@ -57,20 +57,22 @@ class Activity:
                     changed = True
         return found
 
-    def def_block(self, name: str, top: Block) -> Block:
-        """The innermost block enclosing every assignment of ``name`` (the body for parameters)."""
-        blocks = self.defs.get(name) or [top]
-        common = blocks[0].ancestors()
-        for b in blocks[1:]:
-            anc = {id(a) for a in b.ancestors()}
-            common = [a for a in common if id(a) in anc]
-        return common[0] if common else top
-
     def assigned_once_outside_loops(self, name: str, params: tuple[str, ...]) -> bool:
         blocks = self.defs.get(name, [])
         if name in params:
             return not blocks
         return len(blocks) == 1 and not blocks[0].in_loop
+
+
+def common_block(blocks: list[Block], top: Block) -> Block:
+    """The innermost block enclosing all of ``blocks`` (``top`` when there are none)."""
+    if not blocks:
+        return top
+    common = blocks[0].ancestors()
+    for b in blocks[1:]:
+        ids = {id(a) for a in b.ancestors()}
+        common = [a for a in common if id(a) in ids]
+    return common[0] if common else top
 
 
 def names_in(node: cst.CSTNode) -> set[str]:

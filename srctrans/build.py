@@ -96,7 +96,9 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         node = with_origins(unit.pf)
         modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
         node = desugar(node, np_name, modules)
-        if transform.name == "anf" or (unit is entry and transform.name in ("grad", "vjp")):
+        if unit is entry and transform.name in ("grad", "vjp"):
+            node = anf(_structured(unit, node), frozenset(namespace))
+        elif transform.name == "anf":
             node = anf(node, frozenset(namespace))
         node = clean_signature(node, unit.emit_name)
         if unit is entry:
@@ -199,7 +201,7 @@ def _adjoints(entry: _Unit, by_fn: dict, transform, np_name: str, params_meta, n
         done += 1
         node = with_origins(unit.pf)
         modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
-        node = anf(desugar(node, np_name, modules), frozenset(namespace))
+        node = anf(_structured(unit, desugar(node, np_name, modules)), frozenset(namespace))
         node = clean_signature(node, names[id(unit.pf.captured.fn)])
         params = [p.name.value for p in node.params.params]
         vjp = Transform("vjp", (("wrt", tuple(params)),))
@@ -252,6 +254,22 @@ def _differentiate(
                        "srctrans.custom_vjp will let you give one; until then, compute this outside the differentiated function") from None
     except NotDifferentiable as err:
         raise _at_line(pf, UnsupportedSyntaxError, err.line, err.what, err.hint or None) from None
+
+
+def _structured(unit: _Unit, node: cst.FunctionDef) -> cst.FunctionDef:
+    """``break``, ``continue`` and early returns as flags and branches (reverse mode replays neither)."""
+    from .cache import ORIGIN_RE
+    from .passes.control import JumpError, structure
+
+    try:
+        return structure(node)
+    except JumpError as err:
+        line = None
+        for ll in getattr(err.node, "leading_lines", ()):
+            m = ORIGIN_RE.match(ll.comment.value) if ll.comment is not None else None
+            if m:
+                line = int(m["line"])
+        raise _at_line(unit.pf, UnsupportedSyntaxError, line, err.message, err.hint) from None
 
 
 def _at_line(pf: ParsedFunction, cls, line: int | None, message: str, hint: str | None):

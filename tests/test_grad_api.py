@@ -63,10 +63,13 @@ def no_rule(x):
     return np.sum(np.fft.fft(x).real)
 
 
-def early_return(x):
-    if x > 0.0:
-        return x * 2.0
-    return x
+def index_after_break(x):
+    y = x
+    for i in range(5):
+        y = y * 2.0
+        if y > 3.0:
+            break
+    return y * i
 
 
 def in_place(x):
@@ -148,7 +151,7 @@ def test_operation_without_rule_is_named_and_located(m):
     assert "custom_vjp" in str(info.value)
 
 
-@pytest.mark.parametrize("fn,message", [("early_return", "early return"), ("in_place", "in-place writes")])
+@pytest.mark.parametrize("fn,message", [("index_after_break", "loop variable 'i' is read after a loop that breaks"), ("in_place", "in-place writes")])
 def test_unsupported_constructs_refused_with_location(m, fn, message):
     with pytest.raises(srctrans.UnsupportedSyntaxError, match=message) as info:
         srctrans.grad(getattr(m, fn))(1.0)

@@ -481,9 +481,11 @@ class Reverse:
         if isinstance(target, cst.Name) and self._restarts(target.value, block):
             # the older value of the target keeps its own adjoint, which restarts at zero: at the
             # older value's own shape when this block surely assigned it before, else the newer's
-            known = any(
-                target.value in _assigned_in(st) for pre in [*self.plan_stack, self.plan_preceding] for st in pre
-            )
+            known = target.value in self.params or any(
+                isinstance(st, cst.SimpleStatementLine) and target.value in _assigned_in(st)
+                for pre in [*self.plan_stack, self.plan_preceding]
+                for st in pre
+            )  # surely assigned before (a statement in a branch or a loop may not have run)
             if known:
                 self.need(sid, target.value, block)
             self.restarts[sid] = (target.value, known)

@@ -234,3 +234,8 @@ DERIVATIVES: dict[str, Rule] = {
     "ndarray.size": nondiff(),
     "ndarray.dtype": nondiff(),
 }
+
+# Rules for the helpers adjoint files call, so an adjoint can be differentiated again.
+from .runtime_helpers import RUNTIME_DERIVATIVES  # noqa: E402
+
+DERIVATIVES.update(RUNTIME_DERIVATIVES)

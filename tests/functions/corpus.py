@@ -569,6 +569,85 @@ def sc(r, lo=-1.0, hi=1.0):
     return float(r.uniform(lo, hi))
 
 
+# --- break, continue and early return ------------------------------------------------
+
+
+def early_return_sign(x):
+    if x > 0.0:
+        return x * x
+    return -2.0 * x
+
+
+def elif_returns(x, y):
+    if x > 1.0:
+        return x * y
+    elif x > 0.0:
+        return np.sin(x) + y
+    else:
+        return x - y * y
+
+
+def first_above(x, limit):
+    # the first partial sum of squares above the limit
+    total = 0.0
+    for i in range(len(x)):
+        total = total + x[i] * x[i]
+        if total > limit:
+            break
+    return total * limit
+
+
+def skip_negatives(x):
+    total = 0.0
+    for i in range(len(x)):
+        if x[i] < 0.0:
+            continue
+        total = total + np.exp(x[i]) * x[i]
+    return total
+
+
+def return_from_loop(x):
+    y = x
+    for i in range(20):
+        y = y * 1.3 + 0.1
+        if y > 4.0:
+            return y * x
+    return y
+
+
+def while_break_continue(x):
+    y = x
+    n = 0
+    while n < 30:
+        n += 1
+        if n % 3 == 0:
+            continue
+        y = np.sin(y) + y * 0.9
+        if y > 2.5:
+            break
+    return y * y
+
+
+def nested_break(a):
+    total = 0.0
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            if a[i, j] > 1.0:
+                break
+            total = total + a[i, j] * a[i, j]
+    return total
+
+
+def newton_sqrt_early(a):
+    x = a
+    for i in range(50):
+        nxt = 0.5 * (x + a / x)
+        if abs(nxt - x) < 1e-12:
+            return nxt
+        x = nxt
+    return x
+
+
 CORPUS = [
     (poly, (lambda r: nrm(r, 4),)),
     (poly, (lambda r: sc(r),)),
@@ -670,4 +749,16 @@ CORPUS = [
     (assigned_only_in_loop, (lambda r: sc(r),)),
     (mutated_buffer, (lambda r: nrm(r, 3),)),
     (mutated_after_use, (lambda r: sc(r),)),
+    (early_return_sign, (lambda r: sc(r, 0.2, 1.0),)),
+    (early_return_sign, (lambda r: sc(r, -1.0, -0.2),)),
+    (elif_returns, (lambda r: sc(r, 1.2, 2.0), lambda r: sc(r))),
+    (elif_returns, (lambda r: sc(r, 0.2, 0.8), lambda r: sc(r))),
+    (elif_returns, (lambda r: sc(r, -1.0, -0.2), lambda r: sc(r))),
+    (first_above, (lambda r: nrm(r, 8), lambda r: 2.5)),
+    (skip_negatives, (lambda r: nrm(r, 7) + 0.05,)),
+    (return_from_loop, (lambda r: sc(r, 0.5, 1.0),)),
+    (return_from_loop, (lambda r: sc(r, -1.0, -0.5),)),
+    (while_break_continue, (lambda r: sc(r, 0.2, 0.6),)),
+    (nested_break, (lambda r: nrm(r, 4, 5) + 0.03,)),
+    (newton_sqrt_early, (lambda r: sc(r, 1.0, 3.0),)),
 ]

@@ -209,3 +209,8 @@ SPECS = {
     "ndarray.size": [(lambda x: x * x.size, (lambda r: normal(r, 3),))],
     "ndarray.dtype": [(lambda x: x * (x.dtype == np.float64), (lambda r: normal(r, 3),))],
 }
+
+
+from .specs_runtime import RUNTIME_SPECS  # noqa: E402
+
+SPECS.update(RUNTIME_SPECS)

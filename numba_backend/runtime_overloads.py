@@ -920,6 +920,98 @@ def _ov_getitem_grad(g, x, index):
     )
 
 
+@overload(rt.at_set)
+def _ov_at_set(x, index, v):
+    if not isinstance(x, types.Array):
+        raise TypingError(f"srctrans.runtime.at_set: x must be an array, got {x}")
+
+    def impl(x, index, v):
+        out = x.copy()
+        out[index] = v
+        return out
+
+    return impl
+
+
+@overload(rt.at_add)
+def _ov_at_add(x, index, v):
+    if not isinstance(x, types.Array):
+        raise TypingError(f"srctrans.runtime.at_add: x must be an array, got {x}")
+    if not _basic_index(index):  # an index array may repeat entries, which must add up
+        return lambda x, index, v: x + rt.getitem_grad(v, x, index)
+
+    def impl(x, index, v):
+        out = x.copy()
+        out[index] = out[index] + v
+        return out
+
+    return impl
+
+
+@overload(rt.at_multiply)
+def _ov_at_multiply(x, index, v):
+    if not isinstance(x, types.Array):
+        raise TypingError(f"srctrans.runtime.at_multiply: x must be an array, got {x}")
+
+    def impl(x, index, v):
+        out = x.copy()
+        out[index] = out[index] * v
+        return out
+
+    return impl
+
+
+@overload(rt.snapshot)
+def _ov_snapshot(v):
+    if isinstance(v, types.Array):
+        return lambda v: v.copy()
+    return lambda v: v
+
+
+@overload(rt.setitem_grad)
+def _ov_setitem_grad(g, index, v):
+    if not isinstance(g, types.Array) or g.ndim == 0:
+        raise TypingError(f"srctrans.runtime.setitem_grad: g must be an array of at least 1 dimension, got {g}")
+    if isinstance(index, types.Array) and isinstance(index.dtype, types.Integer) and index.ndim == 1:
+
+        def impl_rows(g, index, v):
+            order = np.sort(index)
+            for k in range(1, order.size):
+                if order[k] == order[k - 1]:
+                    raise ValueError("srctrans: writing through an index array with repeated entries is not differentiated")
+            taken = g[index]
+            g[index] = 0.0
+            return rt.unbroadcast(taken, v)
+
+        return impl_rows
+    if not _basic_index(index):
+        raise TypingError(
+            f"srctrans.runtime.setitem_grad: writing through index {index} is not differentiated under jit "
+            "(ints, slices, tuples of them and 1-D integer arrays are)"
+        )
+    ints = sum(isinstance(t, types.Integer) for t in (index.types if isinstance(index, types.BaseTuple) else [index]))
+    if ints == g.ndim:  # one element
+
+        def impl_element(g, index, v):
+            taken = g[index]
+            g[index] = 0.0
+            return rt.unbroadcast(taken, v)
+
+        return impl_element
+
+    def impl_view(g, index, v):
+        view = g[index]
+        taken = np.empty(view.shape, view.dtype)
+        tf = taken.reshape(taken.size)
+        vf = view.flat
+        for k in range(view.size):  # element loops: Numba's broadcasting setitem is slow to compile
+            tf[k] = vf[k]
+            vf[k] = 0.0
+        return rt.unbroadcast(taken, v)
+
+    return impl_view
+
+
 def _check_elementwise(fname: str, *args: Any) -> None:
     for t in args:
         if not (_is_scalar(t) or isinstance(t, types.Array)):

@@ -125,11 +125,12 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         unit.node = _rewrite_numpy(unit.node, unit, np_name)
     adjoints = [_rewrite_numpy(a, entry, np_name) for a in adjoints]
     imports, literals, bound_notes, bound_meta, bound = [], [], [], {}, {}
-    if any(_uses(u.node, np_name) for u in units) and np_name not in namespace:
+    emitted = [u.node for u in units] + adjoints
+    if any(_uses(n, np_name) for n in emitted) and np_name not in namespace:
         imports.append("import numpy" if np_name == "numpy" else f"import numpy as {np_name}")
-    if any(_uses(u.node, "rt") for u in units) and "rt" not in namespace:
+    if any(_uses(n, "rt") for n in emitted) and "rt" not in namespace:
         imports.append("import srctrans.runtime as rt")
-    if any(_uses(u.node, "math") for u in units) and "math" not in namespace:
+    if any(_uses(n, "math") for n in emitted) and "math" not in namespace:
         imports.append("import math")
     seen: set[str] = set()
     for unit in units:
@@ -337,6 +338,10 @@ def _resolver(unit: _Unit, node: cst.FunctionDef, np_name: str, local_marker: An
             b = unit.bindings.get(expr.value)
             if b is not None:
                 return b.value
+            if expr.value == "rt":  # srctrans.runtime, brought in by desugar (x.at[i].set(v))
+                from . import runtime
+
+                return runtime
             return numpy if expr.value == np_name else None  # numpy, brought in by desugar
         if isinstance(expr, cst.Attribute):
             base = resolve(expr.value)

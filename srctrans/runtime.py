@@ -178,6 +178,52 @@ def getitem_grad(g, x, index):
     return out
 
 
+def _unique_rows(index) -> None:
+    if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and np.unique(index).size != index.size:
+        raise ValueError("srctrans: .at[index].set/.multiply through an index array with repeated entries is not supported")
+
+
+def at_set(x, index, v):
+    """``x.at[index].set(v)``, as in JAX: a copy of ``x`` with ``v`` written at ``index``."""
+    _unique_rows(index)
+    out = np.copy(x)
+    out[index] = v
+    return out
+
+
+def at_add(x, index, v):
+    """``x.at[index].add(v)``: a copy of ``x`` with ``v`` added at ``index`` (repeated indices add up)."""
+    out = np.copy(x)
+    np.add.at(out, index, v)
+    return out
+
+
+def at_multiply(x, index, v):
+    """``x.at[index].multiply(v)``: a copy of ``x`` multiplied by ``v`` at ``index``."""
+    _unique_rows(index)
+    out = np.copy(x)
+    out[index] = out[index] * v
+    return out
+
+
+def snapshot(v):
+    """A copy of ``v`` as it is now (a view changes when its array is written); numbers as they are."""
+    return v.copy() if isinstance(v, np.ndarray) else v
+
+
+def setitem_grad(g, index, v):
+    """Adjoint of ``v`` in ``y[index] = v``, taken out of ``g`` (the adjoint of ``y``).
+
+    The written elements of ``y`` no longer reach the output, so their part of ``g`` moves
+    to ``v`` (summed down to ``v``'s shape) and ``g[index]`` becomes zero, in place.
+    """
+    if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and np.unique(index).size != index.size:
+        raise ValueError("srctrans: writing through an index array with repeated entries is not differentiated")
+    taken = np.array(g[index], copy=True)
+    g[index] = 0.0
+    return unbroadcast(taken, v)
+
+
 def xlogy(a, b):
     """``a * log(b)``, zero where ``a`` is zero (the power rule's exponent partial)."""
     return np.where(np.asarray(a) == 0, 0.0, a * np.log(np.where(np.asarray(a) == 0, 1.0, b)))

@@ -31,7 +31,7 @@ import libcst as cst
 from ..analysis.activity import Activity, Block, analyze, common_block, names_in, targets_of
 from ..analysis.names import NameGen, scan
 from ..cache import ORIGIN_RE
-from ..rules.derivatives import DERIVATIVES, OPERATORS, Rule
+from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Rule
 
 _CODE = cst.Module(body=[])
 
@@ -104,6 +104,7 @@ class _Save:
     store: str
     at: tuple[int, bool]  # (statement id, after the statement?)
     local: str | None = None  # the name it is popped into on the way back
+    copy: bool = True  # an array written in place is copied, unless only its shape is read
 
 
 @dataclass
@@ -153,6 +154,11 @@ class Reverse:
         self.line = None
         self.analyzing = True  # while analyzing, looking at a callee must not ask for its adjoint
         self.act: Activity = analyze(self.body, self.params, set(wrt), self._is_nondiff)
+        # ``y[i] += v`` into a differentiated array: ``t = y[i]``, ``t1 = t + v``, ``y[i] = t1``
+        lowered = _lower_updates(self.body, self.act.active, self.gen)
+        if lowered is not self.body:
+            self.body = lowered
+            self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff)
         self.analyzing = False
         self.top = self.act.blocks[0]
         self.records: dict[tuple, _Save] = {}  # (block, name, version) -> how the value is kept
@@ -168,7 +174,30 @@ class Reverse:
         self.restarts: dict[int, tuple[str, bool]] = {}  # statement id -> (name restarted, older value saved?)
         self.plan_preceding: list = []
         self.plan_stack: list[list] = []  # statements before the compound statement being planned, per level
-        self.mutated, self.aliased = _mutation_facts(self.body, self.params)
+        self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
+        self.mutated |= self._passed_to_writers()
+        self.written_params = [p for p in self.params if p in self.mutated and p in self.act.active]
+
+    def _passed_to_writers(self) -> set[str]:
+        """Arrays this function passes to a user function that writes into that parameter."""
+        from ..analysis.resolve import is_user_function
+
+        found: set[str] = set()
+        resolve = self.resolve
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                fn = resolve(call.func)
+                if fn is _LOCAL or fn is None or not is_user_function(fn):
+                    return
+                written = _written_params(getattr(fn, "__srctrans_function__", fn))
+                for k, arg in enumerate(call.args):
+                    if arg.keyword is None and k in written and isinstance(arg.value, cst.Name):
+                        found.add(arg.value.value)
+
+        for stmt in self.body:
+            stmt.visit(V())
+        return found
 
     # --- classifying statements ---------------------------------------------------------
 
@@ -354,7 +383,7 @@ class Reverse:
             return False
         return self._older_value_exists(name, block, self.plan_preceding)
 
-    def need(self, stmt_id: int, name: str, block: Block) -> None:
+    def need(self, stmt_id: int, name: str, block: Block, shape_only: bool = False) -> None:
         """The backward sweep reads ``name`` as it was at statement ``stmt_id`` (``@y``: just after it).
 
         Readers of the same value (same block, no assignment in between) share one save.
@@ -365,14 +394,16 @@ class Reverse:
         key = (block.ident, plain, self.versions.get((block.ident, plain), 0))
         self.reader[(stmt_id, name)] = key
         if key in self.records:
+            if not shape_only:
+                self.records[key].copy = True
             return
         if block.in_loop:
             store = self.gen.fresh(f"{plain}_tape", numbered=False)
             self.tapes.append(store)
-            self.records[key] = _Save("tape", store, (stmt_id, name.startswith("@")))
+            self.records[key] = _Save("tape", store, (stmt_id, name.startswith("@")), copy=not shape_only)
         else:
             store = self.gen.fresh(plain, numbered=False)
-            self.records[key] = _Save("snap", store, (stmt_id, name.startswith("@")))
+            self.records[key] = _Save("snap", store, (stmt_id, name.startswith("@")), copy=not shape_only)
 
     def assigned(self, name: str, block: Block) -> None:
         """``name`` gets a new value in ``block``: later readers need a save of their own."""
@@ -449,10 +480,8 @@ class Reverse:
         if isinstance(small, cst.Return):
             return
         if isinstance(small, cst.AugAssign):
-            if not isinstance(small.target, cst.Name):
+            if not isinstance(small.target, cst.Name):  # into an array nothing differentiated reaches
                 base = small.target.value.value if isinstance(small.target.value, cst.Name) else None
-                if base in self.act.active:
-                    raise NotDifferentiable("in-place writes into arrays are not differentiated yet", self.line)
                 if base is not None:
                     self.assigned(base, block)
                 return
@@ -468,12 +497,14 @@ class Reverse:
         target = small.targets[0].target
         if isinstance(target, cst.Subscript):
             base = target.value.value if isinstance(target.value, cst.Name) else None
-            if base in self.act.active:
-                raise NotDifferentiable(
-                    "in-place writes into arrays are not differentiated yet",
+            if base in self.act.active and (base in self.aliased or base in self.views):
+                raise NotDifferentiable(  # the write would change another name's value unseen
+                    f"writing into {base}, which another name also refers to",
                     self.line,
-                    "build the new array with np.where or np.concatenate instead",
+                    f"make {base} an array of its own first, e.g. {base} = np.copy(...)",
                 )
+            if base in self.useful:
+                self._plan_setitem(small, target, base, block, sid)
             if base is not None:
                 self.assigned(base, block)  # later readers see a new version (saved as a copy)
             return
@@ -516,6 +547,7 @@ class Reverse:
             return
         # the values the templates of the active operands read
         read: set[str] = set(op.args) if op.rule.kind == "callee" else set()
+        shape_read: set[str] = set()  # parameters read only for their shape and dtype
         wants_ans = False
         for param, template in op.rule.templates.items():
             expr = op.args.get(param)
@@ -525,15 +557,27 @@ class Reverse:
                 if op.rule.kind == "elementwise" and len(op.args) > 1 and all(
                     isinstance(e, cst.Name) for e in op.args.values()
                 ):
-                    read.add(param)  # unbroadcast reads the operand's shape
-        for param in sorted(read):
+                    shape_read.add(param)  # unbroadcast reads the operand's shape
+        shape_read = (shape_read - read) | (read & SHAPE_ONLY.get(op.key, frozenset()))
+        for param in sorted(read | shape_read):
             expr = op.args.get(param)
             if expr is not None:
                 for n in sorted(names_in(expr)):
-                    self.need(sid, n, block)
+                    self.need(sid, n, block, shape_only=param in shape_read)
         self.assigned(target.value, block)
         if wants_ans:  # the result itself, as it is just after this statement
             self.need(sid, "@" + target.value, block)
+
+    def _plan_setitem(self, small: cst.Assign, target: cst.Subscript, base: str, block: Block, sid: int) -> None:
+        """``y[index] = v`` into a differentiated array: ``v`` takes the adjoint of what it overwrote."""
+        index = _index_expr(target.slice)
+        value = small.value
+        op = Op("setitem", Rule("setitem", ()), {"x": value, "index": index}, {"x": code(value), "index": code(index)})
+        self.ops[sid] = op
+        for n in sorted(names_in(index)):
+            self.need(sid, n, block)
+        if isinstance(value, cst.Name) and value.value in self.act.active:
+            self.need(sid, value.value, block, shape_only=True)  # the adjoint takes its shape
 
     # --- emission -------------------------------------------------------------------------
 
@@ -594,7 +638,9 @@ class Reverse:
         for key, save in self.records.items():
             if save.at != (sid, after):
                 continue
-            value = key[1] + (".copy()" if key[1] in self.mutated else "")
+            value = key[1]
+            if key[1] in self.mutated and save.copy:  # written in place later: keep a copy
+                value = f"rt.snapshot({value})" if key[1] in self.views else f"{value}.copy()"
             if save.kind == "snap":
                 self.emit(f"{save.store} = {value}", depth)
             else:
@@ -613,6 +659,8 @@ class Reverse:
         True when ``name`` is assigned once, in ``block``, and read only there, after the
         assignment (so no read in a later loop iteration sees an older value).
         """
+        if name in self.mutated:
+            return False  # written in place: its adjoint must be an array of its own
         defs = self.act.defs.get(name, [])
         uses = self.act.uses.get(name, [])
         if name in self.params:
@@ -728,6 +776,9 @@ class Reverse:
             self._seed(small, block, depth)
             return
         op = self.ops.get(small_id)
+        if op is not None and op.key == "setitem":
+            self._backward_setitem(small, op, small_id, block, depth)
+            return
         restart = self.restarts.get(small_id)
         readers = [name for (s, name) in self.reader if s == small_id]
         flows = (
@@ -755,6 +806,22 @@ class Reverse:
             self.emit(f"{g} = rt.zeros_like({values[name] if known else held})", depth)
             g = held
         self._apply(op, g, target, values, depth, block)
+
+    def _backward_setitem(self, small: cst.Assign, op: Op, sid: int, block: Block, depth: int) -> None:
+        target = small.targets[0].target
+        base = target.value.value
+        values = {name: self._read(sid, name, depth) for (s, name) in list(self.reader) if s == sid}
+        if base not in self.started:
+            return
+        g = self.bar(base)
+        rename = _Rename(values)
+        value = op.args["x"]
+        if isinstance(value, cst.Name) and value.value in self.act.active:
+            index = code(op.args["index"].visit(rename))
+            v = values.get(value.value, value.value)
+            self.contribute(value.value, f"rt.setitem_grad({g}, {index}, {v})", depth, block)
+        else:  # the overwritten elements no longer reach the output
+            self.emit(f"{code(target.with_changes(value=cst.Name(g)).visit(rename))} = 0.0", depth)
 
     def _older_value_exists(self, name: str, block: Block, preceding: list) -> bool:
         """Could ``name`` hold a value from before this assignment (one whose adjoint must restart)?"""
@@ -877,7 +944,7 @@ class Reverse:
         self.seed_param = ""
         if self.seed == "vjp":
             returned = ret.value.elements[0].value if self.has_aux else ret.value
-            if isinstance(returned, cst.Name) and returned.value in self.act.active:
+            if isinstance(returned, cst.Name) and returned.value in self.act.active and returned.value not in self.mutated:
                 self.seed_param = self.bar(returned.value)  # the cotangent is the result's adjoint
                 self.started.add(returned.value)
             else:
@@ -885,6 +952,8 @@ class Reverse:
         if self.tapes:
             for tape in self.tapes:
                 self.emit(f"{tape} = []", 1)
+        for p in self.written_params:  # written in place: work on a copy, never the caller's array
+            self.emit(f"{p} = {self.np_name}.copy({p})", 1)
         self.forward(self.body, 1)
         forward_lines = list(self.lines)
         self.lines = []
@@ -1025,10 +1094,100 @@ def _reads_in(stmt) -> set[str]:
     return names_in(stmt)
 
 
-def _mutation_facts(body: list, params: tuple[str, ...]) -> tuple[set[str], set[str]]:
-    """(arrays written in place through an index, names that share a value with another name)."""
+def _lower_updates(body: list, active: set[str], gen: NameGen) -> list:
+    """``y[i] op= v`` into a differentiated array as a read, the operation, and a write."""
+    changed = False
+
+    def block(stmts: list) -> list:
+        nonlocal changed
+        out: list = []
+        for stmt in stmts:
+            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+                small = stmt.body[0]
+                if (
+                    isinstance(small, cst.AugAssign)
+                    and isinstance(small.target, cst.Subscript)
+                    and isinstance(small.target.value, cst.Name)
+                    and (small.target.value.value in active or names_in(small.value) & active)
+                ):
+                    changed = True
+                    old, new = gen.fresh("t"), gen.fresh("t")
+                    binop = getattr(cst, type(small.operator).__name__.replace("Assign", ""))()
+                    out.append(cst.SimpleStatementLine(
+                        [cst.Assign([cst.AssignTarget(cst.Name(old))], small.target)], leading_lines=stmt.leading_lines
+                    ))
+                    out.append(cst.SimpleStatementLine(
+                        [cst.Assign([cst.AssignTarget(cst.Name(new))], cst.BinaryOperation(cst.Name(old), binop, small.value))]
+                    ))
+                    out.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(small.target)], cst.Name(new))]))
+                    continue
+                out.append(stmt)
+            elif isinstance(stmt, cst.If):
+                orelse = stmt.orelse
+                if orelse is not None:
+                    orelse = orelse.with_changes(body=orelse.body.with_changes(body=block(list(orelse.body.body))))
+                out.append(stmt.with_changes(body=stmt.body.with_changes(body=block(list(stmt.body.body))), orelse=orelse))
+            elif isinstance(stmt, (cst.For, cst.While)):
+                out.append(stmt.with_changes(body=stmt.body.with_changes(body=block(list(stmt.body.body)))))
+            else:
+                out.append(stmt)
+        return out
+
+    lowered = block(body)
+    return lowered if changed else body
+
+
+_VIEW_CALLS = frozenset(
+    {"reshape", "ravel", "transpose", "squeeze", "expand_dims", "swapaxes", "diagonal", "atleast_1d", "atleast_2d",
+     "broadcast_to"}
+)
+
+
+def _view_base(value: cst.BaseExpression) -> str | None:
+    """The array ``value`` may be a view of (``y[1:3]``, ``y.T``, ``np.reshape(y, s)``), if any."""
+    if isinstance(value, (cst.Subscript, cst.Attribute)) and isinstance(value.value, cst.Name):
+        if isinstance(value, cst.Attribute) and value.attr.value != "T":
+            return None
+        return value.value.value
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _VIEW_CALLS:
+        receiver = value.func.value
+        if isinstance(receiver, cst.Name) and receiver.value not in ("np", "numpy"):
+            return receiver.value  # y.reshape(...)
+        if value.args and isinstance(value.args[0].value, cst.Name):
+            return value.args[0].value.value  # np.reshape(y, ...)
+    return None
+
+
+_WRITTEN: dict[int, frozenset[int]] = {}
+
+
+def _written_params(fn) -> frozenset[int]:
+    """Positions of the parameters user function ``fn`` writes into (``x[i] = ...``), directly."""
+    key = id(fn.__code__)
+    if key not in _WRITTEN:
+        from ..capture import capture
+        from ..parse import parse_function
+
+        try:
+            node = parse_function(capture(fn)).node
+        except Exception:  # its own transformation reports any problem with its source
+            _WRITTEN[key] = frozenset()
+            return _WRITTEN[key]
+        params = [p.name.value for p in node.params.params]
+        mutated = _mutation_facts(list(node.body.body), tuple(params))[0]
+        _WRITTEN[key] = frozenset(k for k, p in enumerate(params) if p in mutated)
+    return _WRITTEN[key]
+
+
+def _mutation_facts(body: list, params: tuple[str, ...]) -> tuple[set[str], set[str], dict[str, str]]:
+    """(arrays written in place through an index, names that share a value with another name,
+    names that may be views of another array -> that array).
+
+    A view of an array written in place changes with it: it counts as written too.
+    """
     mutated: set[str] = set()
     copies: set[str] = set()
+    views: dict[str, str] = {}
 
     class V(cst.CSTVisitor):
         def visit_Assign(self, n: cst.Assign) -> None:
@@ -1037,6 +1196,10 @@ def _mutation_facts(body: list, params: tuple[str, ...]) -> tuple[set[str], set[
                 mutated.add(target.value.value)
             if isinstance(target, cst.Name) and isinstance(n.value, cst.Name):
                 copies.update((target.value, n.value.value))
+            if isinstance(target, cst.Name):
+                base = _view_base(n.value)
+                if base is not None:
+                    views[target.value] = base
 
         def visit_AugAssign(self, n: cst.AugAssign) -> None:
             if isinstance(n.target, cst.Subscript) and isinstance(n.target.value, cst.Name):
@@ -1044,7 +1207,14 @@ def _mutation_facts(body: list, params: tuple[str, ...]) -> tuple[set[str], set[
 
     for stmt in body:
         stmt.visit(V())
-    return mutated, copies
+    changed = True
+    while changed:
+        changed = False
+        for view, base in views.items():
+            if base in mutated and view not in mutated:
+                mutated.add(view)
+                changed = True
+    return mutated, copies, views
 
 
 def _assigned_in(stmt) -> set[str]:

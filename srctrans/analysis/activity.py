@@ -151,6 +151,7 @@ def analyze(body: list, params: tuple[str, ...], active_params: set[str], is_non
             if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
                 # y[i] = v: a new value of y that depends on v, i and the old y
                 base = target.value.value
+                _use(names_in(target), block)
                 reads = reads | names_in(target) | {base}
                 names = [base]
             for n in names:

@@ -9,7 +9,10 @@ Output contract (what holds after this pass, and nothing else changes):
 2. Chained comparisons whose middle operands are names or constants are
    ``and`` chains: ``a < b < c`` -> ``a < b and b < c``.
 3. A statement assigning to several targets, ``a = b = e``, is ``a = e`` then ``b = a``.
-4. ``elif`` stays ``elif`` and augmented assignments stay (``x += 1`` may update an
+4. JAX's functional updates are calls of runtime helpers: ``x.at[i].set(v)`` ->
+   ``rt.at_set(x, i, v)`` (``add``, ``multiply`` likewise; a slice index becomes
+   ``slice(lo, hi, step)``), so ``x`` itself is never written.
+5. ``elif`` stays ``elif`` and augmented assignments stay (``x += 1`` may update an
    array in place, and must keep doing so).
 
 Every statement keeps its leading comments; a statement that becomes several
@@ -41,6 +44,9 @@ class Desugar(cst.CSTTransformer):
         self.module_names = module_names | {np_name}
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        at = self._at_update(updated)
+        if at is not None:
+            return at
         func = updated.func
         if (
             isinstance(func, cst.Attribute)
@@ -54,6 +60,19 @@ class Desugar(cst.CSTTransformer):
                 args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
             return updated.with_changes(func=new_func, args=[*args, *updated.args])
         return updated
+
+    def _at_update(self, updated: cst.Call) -> cst.BaseExpression | None:
+        """``x.at[i].set(v)`` -> ``rt.at_set(x, i, v)`` (likewise ``add``, ``multiply``)."""
+        func = updated.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in _AT_METHODS and isinstance(func.value, cst.Subscript)):
+            return None
+        holder = func.value.value
+        if not (isinstance(holder, cst.Attribute) and holder.attr.value == "at") or len(updated.args) != 1:
+            return None
+        index = _index_value(func.value.slice)
+        helper = cst.Attribute(cst.Name("rt"), cst.Name(f"at_{func.attr.value}"))
+        args = [cst.Arg(holder.value), cst.Arg(index), cst.Arg(updated.args[0].value)]
+        return cst.Call(helper, args, lpar=updated.lpar, rpar=updated.rpar)
 
     def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
         if len(updated.comparisons) < 2:
@@ -87,6 +106,24 @@ class Desugar(cst.CSTTransformer):
             return updated
         out[0] = out[0].with_changes(leading_lines=updated.leading_lines)
         return cst.FlattenSentinel(out)
+
+
+_AT_METHODS = frozenset({"set", "add", "multiply"})
+
+
+def _index_value(elements) -> cst.BaseExpression:
+    """The index of ``x[...]`` as a value: ``x[1:3, j]`` -> ``(slice(1, 3, None), j)``."""
+    parts: list[cst.BaseExpression] = []
+    for el in elements:
+        s = el.slice
+        if isinstance(s, cst.Index):
+            parts.append(s.value)
+        else:
+            bounds = [getattr(s, k) if getattr(s, k) is not None else cst.Name("None") for k in ("lower", "upper", "step")]
+            parts.append(cst.Call(cst.Name("slice"), [cst.Arg(b) for b in bounds]))
+    if len(parts) == 1:
+        return parts[0]
+    return cst.Tuple([cst.Element(p) for p in parts])
 
 
 def _is_module_like(node: cst.BaseExpression, module_names: frozenset[str]) -> bool:

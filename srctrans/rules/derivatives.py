@@ -202,6 +202,12 @@ DERIVATIVES: dict[str, Rule] = {
     "ndarray.astype": vjp("x, dtype", x="{g}"),
     "ndarray.transpose": vjp("x, *axes", x="rt.transpose_grad({g}, {axes})"),
     "getitem": vjp("x, index", x="rt.getitem_grad({g}, {x}, {index})"),
+    # JAX's functional updates, x.at[index].set(v) / .add(v) / .multiply(v) (desugared into these)
+    "srctrans.runtime.at_set": vjp("x, index, v", x="rt.at_set({g}, {index}, 0.0)", v="rt.unbroadcast({g}[{index}], {v})"),
+    "srctrans.runtime.at_add": vjp("x, index, v", x="{g}", v="rt.unbroadcast({g}[{index}], {v})"),
+    "srctrans.runtime.at_multiply": vjp(
+        "x, index, v", x="rt.at_multiply({g}, {index}, {v})", v="rt.unbroadcast({g}[{index}] * {x}[{index}], {v})"
+    ),
     # --- no derivative ------------------------------------------------------------
     "srctrans.stop_gradient": nondiff(),
     "numpy.sign": nondiff(),
@@ -233,6 +239,14 @@ DERIVATIVES: dict[str, Rule] = {
     "ndarray.ndim": nondiff(),
     "ndarray.size": nondiff(),
     "ndarray.dtype": nondiff(),
+}
+
+# Parameters a rule reads only for their shape and dtype, never their values: an array
+# written in place after such a read needs no copy saved for the backward sweep.
+SHAPE_ONLY: dict[str, frozenset[str]] = {
+    key: frozenset({"x"})
+    for key in """getitem numpy.sum numpy.mean numpy.reshape ndarray.reshape numpy.ravel ndarray.ravel
+    numpy.squeeze numpy.expand_dims numpy.atleast_1d numpy.atleast_2d numpy.broadcast_to numpy.trace""".split()
 }
 
 # Rules for the helpers adjoint files call, so an adjoint can be differentiated again.

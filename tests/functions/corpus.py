@@ -648,6 +648,56 @@ def newton_sqrt_early(a):
     return x
 
 
+# --- in-place writes -----------------------------------------------------------------
+
+
+def trajectory_buffer(x0, k):
+    # explicit Euler, storing every state in a preallocated array
+    ys = np.zeros(12)
+    ys[0] = x0
+    for i in range(1, 12):
+        ys[i] = ys[i - 1] + 0.1 * (-k * ys[i - 1] + np.sin(ys[i - 1]))
+    return np.sum(ys * ys)
+
+
+def scale_columns(a, s):
+    b = a.copy()
+    for j in range(b.shape[1]):
+        b[:, j] *= s[j]
+    return np.sum(b * b)
+
+
+def slice_updates(x):
+    y = np.ones(6)
+    y[1:4] = x[:3] * 2.0
+    y[::2] += x[3:6]
+    y[-1] -= x[0] * y[2]
+    return np.sum(np.sin(y) * y)
+
+
+def write_rows_by_index(x):
+    y = np.zeros((5, 2))
+    rows = np.array([4, 0, 2])
+    y[rows] = x * 3.0
+    y[1, :] = y[4, :] * y[0, :]
+    return np.sum(y ** 2)
+
+
+def overwrite_then_read(x):
+    y = x * 1.0
+    t = y[1:3]
+    s = np.sum(t * t)
+    y[1:3] = 0.0
+    return s + np.sum(y * x)
+
+
+def inplace_running_product(x):
+    p = np.ones(len(x))
+    for i in range(1, len(x)):
+        p[i] = p[i - 1] * x[i - 1]
+    return np.sum(p)
+
+
 CORPUS = [
     (poly, (lambda r: nrm(r, 4),)),
     (poly, (lambda r: sc(r),)),
@@ -761,4 +811,10 @@ CORPUS = [
     (while_break_continue, (lambda r: sc(r, 0.2, 0.6),)),
     (nested_break, (lambda r: nrm(r, 4, 5) + 0.03,)),
     (newton_sqrt_early, (lambda r: sc(r, 1.0, 3.0),)),
+    (trajectory_buffer, (lambda r: sc(r, 0.5, 1.5), lambda r: sc(r, 0.5, 2.0))),
+    (scale_columns, (lambda r: nrm(r, 3, 4), lambda r: nrm(r, 4))),
+    (slice_updates, (lambda r: nrm(r, 6),)),
+    (write_rows_by_index, (lambda r: nrm(r, 3, 2),)),
+    (overwrite_then_read, (lambda r: nrm(r, 5),)),
+    (inplace_running_product, (lambda r: nrm(r, 6),)),
 ]

@@ -1,0 +1,99 @@
+import numpy as np
+import srctrans.runtime as rt
+
+
+def f_grad(x0, k):
+    t1_tape = []
+    ys_tape = []
+    t4_tape = []
+    t3_tape = []
+    t5_tape = []
+    t2_tape = []
+    t6_tape = []
+    i_tape = []
+    t7_tape = []
+    # inplace.py:5  ys = np.zeros(5)
+    ys = np.zeros(5)
+    # inplace.py:6  ys[0] = x0
+    ys[0] = x0
+    # inplace.py:7  for i in range(1, 5):
+    trips = 0
+    for i in range(1, 5):
+        trips += 1
+        # inplace.py:8  ys[i] = ys[i - 1] - 0.1 * k * ys[i - 1]
+        t1 = i - 1
+        t1_tape.append(t1)
+        ys_tape.append(ys)
+        t2 = ys[t1]
+        t3 = 0.1 * k
+        t4 = i - 1
+        t4_tape.append(t4)
+        t5 = ys[t4]
+        t3_tape.append(t3)
+        t5_tape.append(rt.snapshot(t5))
+        t6 = t3 * t5
+        t2_tape.append(t2)
+        t6_tape.append(t6)
+        t7 = t2 - t6
+        i_tape.append(i)
+        t7_tape.append(t7)
+        ys[i] = t7
+    # inplace.py:9  ys[1:3] *= k
+    ys_1 = ys
+    t9 = ys[1:3]
+    t9_1 = rt.snapshot(t9)
+    t10 = t9 * k
+    ys[1:3] = t10
+    # inplace.py:10  return np.sum(ys * ys)
+    ys_2 = ys.copy()
+    t8 = ys * ys
+    out = np.sum(t8)
+    # --- backward ---
+    k_bar = rt.zeros_like(k)
+    t9_bar = rt.zeros_like(t9)
+    ys_bar = rt.zeros_like(ys)
+    # inplace.py:10  return np.sum(ys * ys)
+    out_bar = rt.grad_seed(out)
+    t8_bar = rt.sum_grad(out_bar, t8, None, False)
+    ys_bar = ys_bar + rt.unbroadcast(t8_bar * ys_2, ys_2)
+    ys_bar = ys_bar + rt.unbroadcast(t8_bar * ys_2, ys_2)
+    # inplace.py:9  ys[1:3] *= k
+    t10_bar = rt.setitem_grad(ys_bar, slice(1, 3, None), t10)
+    t9_bar = t9_bar + rt.unbroadcast(t10_bar * k, t9_1)
+    k_bar = k_bar + rt.unbroadcast(t10_bar * t9_1, k)
+    ys_bar = ys_bar + rt.getitem_grad(t9_bar, ys_1, slice(1, 3, None))
+    # inplace.py:7  for i in range(1, 5):
+    for _ in range(trips):
+        t2_bar = rt.zeros_like(t2)
+        t5_bar = rt.zeros_like(t5)
+        # inplace.py:8  ys[i] = ys[i - 1] - 0.1 * k * ys[i - 1]
+        i_1 = i_tape.pop()
+        t7_1 = t7_tape.pop()
+        t7_bar = rt.setitem_grad(ys_bar, i_1, t7_1)
+        t2_1 = t2_tape.pop()
+        t6_1 = t6_tape.pop()
+        t7_bar_1 = t7_bar
+        t7_bar = rt.zeros_like(t7_bar_1)
+        t2_bar = t2_bar + rt.unbroadcast(t7_bar_1, t2_1)
+        t6_bar = rt.unbroadcast(-t7_bar_1, t6_1)
+        t3_1 = t3_tape.pop()
+        t5_1 = t5_tape.pop()
+        t6_bar_1 = t6_bar
+        t6_bar = rt.zeros_like(t6_bar_1)
+        t3_bar = rt.unbroadcast(t6_bar_1 * t5_1, t3_1)
+        t5_bar = t5_bar + rt.unbroadcast(t6_bar_1 * t3_1, t5_1)
+        t4_1 = t4_tape.pop()
+        ys_3 = ys_tape.pop()
+        t5_bar_1 = t5_bar
+        t5_bar = rt.zeros_like(t5_bar_1)
+        ys_bar = ys_bar + rt.getitem_grad(t5_bar_1, ys_3, t4_1)
+        t3_bar_1 = t3_bar
+        t3_bar = rt.zeros_like(t3_bar_1)
+        k_bar = k_bar + t3_bar_1 * 0.1
+        t1_1 = t1_tape.pop()
+        t2_bar_1 = t2_bar
+        t2_bar = rt.zeros_like(t2_bar_1)
+        ys_bar = ys_bar + rt.getitem_grad(t2_bar_1, ys_3, t1_1)
+    # inplace.py:6  ys[0] = x0
+    x0_bar = rt.setitem_grad(ys_bar, 0, x0)
+    return out, (x0_bar, k_bar)

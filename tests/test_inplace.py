@@ -1,0 +1,119 @@
+"""In-place writes and JAX's functional updates under grad, uncompiled and under jit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srctrans
+
+from .conftest import module_from_text
+
+MODEL = '''
+import numpy as np
+
+
+def scale_first(x, w):
+    x[0] = x[0] * w
+    x[1:] += w * x[:-1]
+    return np.sum(x ** 2)
+
+
+def through_callee(x, w):
+    return scale_first(np.copy(x), w)
+
+
+def functional(x, w):
+    y = x.at[1].set(x[0] * w)
+    y = y.at[2:].add(x[:2] * 2.0)
+    y = y.at[0].multiply(w)
+    y = y.at[np.array([0, 0, 3])].add(w)
+    return np.sum(y * x)
+
+
+def functional_reference(x, w):
+    y = x.copy()
+    y[1] = x[0] * w
+    y = y.copy()
+    y[2:] += x[:2] * 2.0
+    y = y.copy()
+    y[0] *= w
+    y = y.copy()
+    np.add.at(y, np.array([0, 0, 3]), w)
+    return np.sum(y * x)
+
+
+def repeated_write(x):
+    y = np.zeros(4)
+    y[np.array([1, 1])] = x
+    return np.sum(y)
+'''
+
+
+@pytest.fixture(scope="module")
+def m(tmp_path_factory):
+    with module_from_text(tmp_path_factory.mktemp("inplace"), "inplacemodel", MODEL) as module:
+        yield module
+
+
+X = np.array([0.5, 1.2, -0.3, 0.8])
+
+
+def _central(f, args, i, eps=1e-6):
+    base = [np.array(a, dtype=float) for a in args]
+    out = np.zeros_like(base[i])
+    for k in np.ndindex(out.shape):
+        plus = [b.copy() for b in base]
+        minus = [b.copy() for b in base]
+        plus[i][k] += eps
+        minus[i][k] -= eps
+        out[k] = (f(*[p if p.ndim else float(p) for p in plus]) - f(*[q if q.ndim else float(q) for q in minus])) / (2 * eps)
+    return out
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_writes_into_an_argument_leave_the_callers_array_alone(m, compiled):
+    x = X.copy()
+    g = srctrans.grad(m.scale_first, argnums=(0, 1))
+    if compiled:
+        g = srctrans.jit(g)
+    gx, gw = g(x, 0.7)
+    np.testing.assert_array_equal(x, X)  # the caller's array never changes
+    np.testing.assert_allclose(gx, _central(m.scale_first, (X, 0.7), 0), rtol=1e-6)
+    np.testing.assert_allclose(gw, _central(m.scale_first, (X, 0.7), 1), rtol=1e-6)
+
+
+def test_a_callee_that_writes_into_its_argument(m):
+    gx, gw = srctrans.grad(m.through_callee, argnums=(0, 1))(X, 0.7)
+    np.testing.assert_allclose(gx, _central(m.through_callee, (X, 0.7), 0), rtol=1e-6)
+    np.testing.assert_allclose(gw, _central(m.through_callee, (X, 0.7), 1), rtol=1e-6)
+    srctrans.check_grads(m.through_callee, (X, 0.7), order=1)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_at_set_add_multiply_like_jax(m, compiled):
+    value = srctrans.jit(m.functional)(X, 0.7)
+    assert value == pytest.approx(m.functional_reference(X, 0.7))
+    g = srctrans.value_and_grad(m.functional, argnums=(0, 1))
+    if compiled:
+        g = srctrans.jit(g)
+    out, (gx, gw) = g(X, 0.7)
+    assert out == pytest.approx(m.functional_reference(X, 0.7))
+    np.testing.assert_allclose(gx, _central(m.functional_reference, (X, 0.7), 0), rtol=1e-6)
+    np.testing.assert_allclose(gw, _central(m.functional_reference, (X, 0.7), 1), rtol=1e-6)
+    assert "rt.at_set(x, 1, t2)" in srctrans.source(srctrans.grad(m.functional))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_writing_twice_through_a_repeated_index_is_refused(m, compiled):
+    g = srctrans.grad(m.repeated_write)
+    if compiled:
+        g = srctrans.jit(g)
+    with pytest.raises(ValueError, match="repeated entries"):
+        g(np.array([1.0, 2.0]))
+
+
+def test_the_adjoint_file_reads_like_the_writes(m):
+    text = srctrans.source(srctrans.grad(m.scale_first, argnums=(0, 1)))
+    assert "x = np.copy(x)" in text
+    assert "rt.setitem_grad(x_bar, 0, " in text

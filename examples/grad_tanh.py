@@ -1,4 +1,7 @@
-"""The seed's first gradient: d/dx tanh(x) at 1.0 is 0.4199743, from a generated adjoint.
+"""The seed's gradients: d/dx tanh(x) at 1.0 is 0.4199743, and the second derivative -0.6396999.
+
+``grad(grad(tanh))`` differentiates the generated adjoint file of ``grad(tanh)`` again:
+both files are printed, and both compile with ``srctrans.jit``.
 
 Run:  python examples/grad_tanh.py
 """
@@ -15,5 +18,10 @@ def tanh(x):
 
 if __name__ == "__main__":
     dtanh = srctrans.grad(tanh)
-    print(f"grad(tanh)(1.0) = {dtanh(1.0):.7f}   (1 - tanh(1)^2 = {1.0 - np.tanh(1.0) ** 2:.7f})")
+    d2tanh = srctrans.grad(srctrans.grad(tanh))
+    t = np.tanh(1.0)
+    print(f"grad(tanh)(1.0)       = {dtanh(1.0):.7f}   (1 - tanh(1)^2          = {1.0 - t ** 2:.7f})")
+    print(f"grad(grad(tanh))(1.0) = {d2tanh(1.0):.7f}  (-2 tanh(1) (1 - tanh(1)^2) = {-2.0 * t * (1.0 - t ** 2):.7f})")
+    print(f"compiled:               {srctrans.jit(d2tanh)(1.0):.7f}")
     print(srctrans.source(dtanh))
+    print(srctrans.source(d2tanh))

@@ -341,6 +341,10 @@ class Grad(Jitted):
     """``grad``/``value_and_grad`` of a function: its generated adjoint file, run or compiled."""
 
     def __init__(self, fn: Callable, *, argnums, has_aux: bool, allow_int: bool, with_value: bool, jit_options: dict | None):
+        if isinstance(fn, Grad):  # grad(grad(f)): differentiate the adjoint file of the inner grad
+            from .nesting import adjoint_function
+
+            fn = adjoint_function(fn)
         if isinstance(fn, Jitted):
             if jit_options is None and fn._compile:
                 jit_options = {k: v for k, v in fn._init_options.items() if not k.startswith("_")}

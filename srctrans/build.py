@@ -249,6 +249,7 @@ def _differentiate(
             callee_vjp,
             always_tuple,
             custom_names,
+            grads_only=bool(options.get("grads_only")) and not always_tuple,
         )
     except NoRuleError as err:
         raise _at_line(pf, NoDerivativeError, err.line, f"no derivative rule for {err.what}",

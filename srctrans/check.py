@@ -513,7 +513,15 @@ def check_grads(
                 return vjp(fun, *primals)
 
             check_vjp(fun, fun_vjp, fun_args, atol, rtol, eps, _label(rev_chain, "rev", depth))
-            if depth < order:
+            if depth < order and _vjp is None:
+                # the VJP as a function of the primals and the cotangent: srctrans's generated
+                # adjoint file, which the next level differentiates again (JAX uses the output
+                # as the cotangent, as here)
+                from .nesting import vjp_function
+
+                adjoint = vjp_function(fun, len(fun_args))
+                check(adjoint, (*fun_args, fun(*fun_args)), depth + 1, rev_chain)
+            elif depth < order:
 
                 def vjp_applied(*primals: Any) -> Any:
                     out, vjp_fn = vjp(fun, *primals)

@@ -31,7 +31,7 @@ import libcst as cst
 from ..analysis.activity import Activity, Block, analyze, common_block, names_in, targets_of
 from ..analysis.names import NameGen, scan
 from ..cache import ORIGIN_RE
-from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Rule
+from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Param, Rule
 
 _CODE = cst.Module(body=[])
 
@@ -136,7 +136,9 @@ class Reverse:
         callee_vjp: Callable[[Any], str | None] | None = None,
         always_tuple: bool = False,
         custom_names: Callable[[Any], tuple[str, str] | None] | None = None,
+        grads_only: bool = False,
     ) -> None:
+        self.grads_only = grads_only  # return the adjoints alone (a file another grad differentiates)
         self.custom_names = custom_names
         self.np_name = np_name
         self.callee_vjp = callee_vjp
@@ -150,6 +152,7 @@ class Reverse:
         self.params = scan(node).params
         self.gen = NameGen(scan(node).all | {"np", "rt", "math"})
         self.body = list(node.body.body)
+        self.lists = _empty_lists(self.body)  # lists grown with append and shrunk with pop (tapes)
         self.ops: dict[int, Op] = {}
         self.line = None
         self.analyzing = True  # while analyzing, looking at a callee must not ask for its adjoint
@@ -230,6 +233,11 @@ class Reverse:
             return self._op(f"ndarray.{value.attr.value}", [value.value], {}, f".{value.attr.value}")
         if isinstance(value, cst.Subscript):
             return self._op("getitem", [value.value, _index_expr(value.slice)], {}, "indexing")
+        if isinstance(value, (cst.List, cst.Tuple)):
+            if not value.elements:
+                return None  # an empty list: nothing to differentiate yet
+            args = {str(i): el.value for i, el in enumerate(value.elements)}
+            return Op("display", Rule("display", tuple(Param(k) for k in args)), args, {k: code(v) for k, v in args.items()})
         if isinstance(value, cst.Call):
             return self._call(value)
         raise NotDifferentiable(f"cannot differentiate {code(value)!r}", self.line)
@@ -239,6 +247,8 @@ class Reverse:
         positional = [a.value for a in call.args if a.keyword is None]
         keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and self.resolve(func.value) is _LOCAL:
+            if func.value.value in self.lists and func.attr.value == "pop" and not call.args:
+                return Op("pop", Rule("pop", (Param("x"),)), {"x": func.value}, {"x": func.value.value})
             key = f"ndarray.{func.attr.value}"
             return self._op(key, [func.value, *positional], keywords, f".{func.attr.value}()")
         obj = self.resolve(func)
@@ -359,7 +369,7 @@ class Reverse:
     def _check_carried(self, loop) -> None:
         """Refuse a differentiated value read in one iteration but assigned only in an earlier one."""
         body = loop.body.body
-        outside = set()
+        outside = set(self.params)  # parameters hold a value before any loop
         for name, blocks in self.act.defs.items():
             if any(not _inside(b, self.act.block_of[id(body)]) for b in blocks):
                 outside.add(name)
@@ -478,6 +488,13 @@ class Reverse:
                 "use a while loop whose condition says when to stop",
             )
         if isinstance(small, cst.Return):
+            return
+        pushed = _appended(small, self.lists)
+        if pushed is not None:
+            tape, value = pushed
+            if tape in self.useful:
+                self.ops[sid] = Op("append", Rule("append", (Param("x"),)), {"x": value}, {"x": code(value)})
+            self.assigned(tape, block)
             return
         if isinstance(small, cst.AugAssign):
             if not isinstance(small.target, cst.Name):  # into an array nothing differentiated reaches
@@ -659,8 +676,8 @@ class Reverse:
         True when ``name`` is assigned once, in ``block``, and read only there, after the
         assignment (so no read in a later loop iteration sees an older value).
         """
-        if name in self.mutated:
-            return False  # written in place: its adjoint must be an array of its own
+        if name in self.mutated or name in self.lists:
+            return False  # written in place (or a list): its adjoint must be an object of its own
         defs = self.act.defs.get(name, [])
         uses = self.act.uses.get(name, [])
         if name in self.params:
@@ -672,6 +689,25 @@ class Reverse:
         first_def = next((i for i, st in enumerate(block.stmts) if name in _assigned_in(st)), None)
         reads = [i for i, st in enumerate(block.stmts) if name in _reads_in(st)]
         return first_def is not None and all(i > first_def for i in reads)
+
+    def _branch_local(self, name: str, home: Block) -> bool:
+        """Is ``name`` assigned only inside branches below ``home``, outside loops?
+
+        Such a value exists only on some paths (an adjoint file's forward and backward
+        branches test the same condition), so ``zeros_like`` cannot be called on it at
+        ``home``; without loops, its first contribution can start its adjoint instead.
+        """
+        defs = self.act.defs.get(name, [])
+        blocks = [*defs, *self.act.uses.get(name, [])]
+        return (
+            name not in self.params
+            and name not in self.lists
+            and name not in self.mutated
+            and bool(defs)
+            and all(b is not home for b in defs)
+            and not home.in_loop
+            and not any(b.in_loop for b in blocks)
+        )
 
     def home(self, name: str) -> Block:
         """The innermost block holding every assignment and every read of ``name``."""
@@ -690,13 +726,17 @@ class Reverse:
             self.started.add(name)
 
     def zero_inits(self, block: Block, depth: int) -> None:
-        names = sorted(n for n in self.act.active if self.home(n) is block and not self.simple(n, block))
+        names = sorted(
+            n for n in self.act.active & self.useful if self.home(n) is block and not self.simple(n, block)
+        )  # an adjoint nothing flows into needs no start
         for n in names:
             if n in self.params and n not in self.wrt:
                 continue
+            if self._branch_local(n, block):
+                continue  # its first contribution starts it, on the paths where it exists
             if self.seed_param and self.bar(n) == self.seed_param:
                 continue  # the cotangent passed in is this adjoint's start
-            self.emit(f"{self.bar(n)} = rt.zeros_like({n})", depth)
+            self.emit(f"{self.bar(n)} = []" if n in self.lists else f"{self.bar(n)} = rt.zeros_like({n})", depth)
             self.started.add(n)
 
     def backward(self, stmts: list, block: Block, depth: int) -> None:
@@ -779,6 +819,19 @@ class Reverse:
         if op is not None and op.key == "setitem":
             self._backward_setitem(small, op, small_id, block, depth)
             return
+        if op is not None and op.key == "append":  # what was pushed takes the adjoint popped
+            tape = _appended(small, self.lists)[0]
+            value = op.args["x"]
+            if isinstance(value, cst.Name) and value.value in self.act.active:
+                self.contribute(value.value, f"{self.bar(tape)}.pop()", depth, block)
+            else:
+                self.emit(f"{self.bar(tape)}.pop()", depth)
+            return
+        if op is not None and op.key == "pop" and isinstance(small, cst.Assign):
+            target = small.targets[0].target.value
+            if op.args["x"].value in self.act.active and target not in self.started:
+                self.emit(f"{self.bar(op.args['x'].value)}.append(rt.zeros_like({target}))", depth)
+                return
         restart = self.restarts.get(small_id)
         readers = [name for (s, name) in self.reader if s == small_id]
         flows = (
@@ -874,6 +927,14 @@ class Reverse:
         if op.rule is None:  # copy
             self.contribute(op.args["x"].value, g, depth, block)
             return
+        if op.key == "pop":  # the popped value's adjoint goes back on the tape's adjoint
+            self.emit(f"{self.bar(op.args['x'].value)}.append({g})", depth)
+            return
+        if op.key == "display":  # [a, b]: one adjoint per element
+            for i, expr in op.args.items():
+                if isinstance(expr, cst.Name) and expr.value in self.act.active:
+                    self.contribute(expr.value, f"{g}[{i}]", depth, block)
+            return
         if op.rule.kind == "custom":  # the user's bwd gives every argument's contribution
             res = values.get("@" + op.extra["res"], op.extra["res"])
             bars = self.gen.fresh(f"{op.extra['bwd']}_bars", numbered=False)
@@ -926,6 +987,13 @@ class Reverse:
                 self.contribute(value.value, f"rt.grad_seed({value.value})", depth, block)
             elif self.seed_param != self.bar(value.value):
                 self.contribute(value.value, self.seed_param, depth, block)
+        elif isinstance(value, (cst.Tuple, cst.List)):
+            if self.seed == "grad":  # not a scalar: grad_seed says so
+                self.emit(f"rt.grad_seed({code(value)})", depth)
+                return
+            for i, el in enumerate(value.elements):  # one cotangent per element
+                if isinstance(el.value, cst.Name) and el.value.value in self.act.active:
+                    self.contribute(el.value.value, f"{self.seed_param}[{i}]", depth, block)
 
     # --- the whole function ------------------------------------------------------------------
 
@@ -975,7 +1043,10 @@ class Reverse:
         aux = code(ret_value.elements[1].value) if self.has_aux else None
         params = [*self.params, *([self.seed_param] if self.seed == "vjp" else [])]
         lines = [f"def {self.name}({', '.join(params)}):", *forward_lines, "    # --- backward ---", *backward_lines]
-        lines.append(f"    return {out}, {aux}, {grads}" if aux is not None else f"    return {out}, {grads}")
+        if self.grads_only:
+            lines.append(f"    return {grads}")
+        else:
+            lines.append(f"    return {out}, {aux}, {grads}" if aux is not None else f"    return {out}, {grads}")
         text = "\n".join(lines) + "\n"
         try:
             return cst.parse_statement(text)
@@ -1158,6 +1229,38 @@ def _view_base(value: cst.BaseExpression) -> str | None:
     return None
 
 
+def _empty_lists(body: list) -> set[str]:
+    """Names assigned an empty list (``t_tape = []``): stacks, grown with append and shrunk with pop."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            target = n.targets[0].target
+            if isinstance(target, cst.Name) and isinstance(n.value, cst.List) and not n.value.elements:
+                found.add(target.value)
+
+    for stmt in body:
+        stmt.visit(V())
+    return found
+
+
+def _appended(small, lists: set[str]) -> tuple[str, cst.BaseExpression] | None:
+    """``(tape, value)`` for a statement ``tape.append(value)`` on one of ``lists``."""
+    if not isinstance(small, cst.Expr) or not isinstance(small.value, cst.Call):
+        return None
+    call = small.value
+    func = call.func
+    if (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "append"
+        and isinstance(func.value, cst.Name)
+        and func.value.value in lists
+        and len(call.args) == 1
+    ):
+        return func.value.value, call.args[0].value
+    return None
+
+
 _WRITTEN: dict[int, frozenset[int]] = {}
 
 
@@ -1266,11 +1369,14 @@ def _check_single_return(stmts: list, rev: Reverse) -> None:
 
 
 def reverse(
-    node, resolve, wrt, seed, has_aux, name, np_name="np", callee_vjp=None, always_tuple=False, custom_names=None
+    node, resolve, wrt, seed, has_aux, name, np_name="np", callee_vjp=None, always_tuple=False, custom_names=None,
+    grads_only=False,
 ) -> cst.FunctionDef:
     """The adjoint of ``node`` (ANF) with respect to the parameters ``wrt``.
 
     ``callee_vjp(fn)`` names the adjoint function of a user function ``fn`` called here
     (and arranges for it to be generated), or returns None when it cannot be.
     """
-    return Reverse(node, resolve, wrt, seed, has_aux, name, np_name, callee_vjp, always_tuple, custom_names).run()
+    return Reverse(
+        node, resolve, wrt, seed, has_aux, name, np_name, callee_vjp, always_tuple, custom_names, grads_only
+    ).run()

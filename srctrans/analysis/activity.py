@@ -103,6 +103,16 @@ def targets_of(target: cst.BaseExpression) -> list[str]:
     return []
 
 
+def _pushed(small) -> str | None:
+    """The list ``small`` appends to (``stack.append(v)``), if it does."""
+    value = getattr(small, "value", None)
+    if isinstance(small, cst.Expr) and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        func = value.func
+        if func.attr.value == "append" and isinstance(func.value, cst.Name):
+            return func.value.value
+    return None
+
+
 def analyze(body: list, params: tuple[str, ...], active_params: set[str], is_nondiff) -> Activity:
     """``is_nondiff(stmt)`` says whether an assignment's value carries no derivative."""
     top = Block(body, None, False)
@@ -171,6 +181,10 @@ def analyze(body: list, params: tuple[str, ...], active_params: set[str], is_non
             value = getattr(small, "value", None) or getattr(small, "test", None)
             if value is not None:
                 _use(names_in(value), block)
+            pushed = _pushed(small)
+            if pushed is not None:  # stack.append(v): a new value of the stack that holds v
+                act.defs.setdefault(pushed, []).append(block)
+                assigns.append(([pushed], names_in(value), False))
 
     walk(body, top)
     active = set(active_params)

@@ -187,6 +187,7 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.squeeze": vjp("x, axis=None", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
     "numpy.expand_dims": vjp("x, axis", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
     "numpy.copy": vjp("x", x="{g}"),
+    "numpy.ascontiguousarray": vjp("x", x="{g}"),
     "numpy.diag": vjp("x, k=0", x="rt.diag_grad({g}, {x}, {k})"),
     "numpy.triu": vjp("x, k=0", x="np.triu({g}, {k})"),
     "numpy.tril": vjp("x, k=0", x="np.tril({g}, {k})"),

@@ -10,6 +10,8 @@ import math
 import numpy as np
 from scipy import special
 
+import srctrans.runtime as rt
+
 B = np.array([0.3, -0.7, 1.1, 0.2])  # a constant broadcast against (3, 4) inputs
 
 
@@ -152,6 +154,10 @@ SPECS = {
     "numpy.squeeze": [(lambda x: np.squeeze(x) * B, (lambda r: normal(r, 1, 4),))],
     "numpy.expand_dims": [(lambda x: np.expand_dims(x, 0) * x, (lambda r: normal(r, 4),))],
     "numpy.copy": [(lambda x: np.copy(x) * x, (lambda r: normal(r, 4),))],
+    "numpy.ascontiguousarray": [(lambda x: np.ascontiguousarray(np.transpose(x)) * B, (lambda r: normal(r, 4, 3),))],
+    "srctrans.runtime.at_set": [(lambda x, v: rt.at_set(x, (1, slice(0, 2)), v) * x, (lambda r: normal(r, 3, 4), lambda r: normal(r, 2)))],
+    "srctrans.runtime.at_add": [(lambda x, v: rt.at_add(x, np.array([0, 2, 0]), v) * x, (lambda r: normal(r, 4), lambda r: normal(r, 3)))],
+    "srctrans.runtime.at_multiply": [(lambda x, v: rt.at_multiply(x, slice(1, 3), v) * x, (lambda r: normal(r, 4), lambda r: normal(r, 2)))],
     "numpy.diag": [
         (lambda x: np.diag(x) * B, (lambda r: normal(r, 4),)),
         (lambda x: np.diag(x) ** 2, (lambda r: normal(r, 3, 3),)),

@@ -23,11 +23,10 @@ def f_grad(x, w):
             r = t4 * w
     # branches.py:12  return r
     # --- backward ---
-    r_bar = rt.zeros_like(r)
     s_bar = rt.zeros_like(s)
     w_bar = rt.zeros_like(w)
     # branches.py:12  return r
-    r_bar = r_bar + rt.grad_seed(r)
+    r_bar = rt.grad_seed(r)
     # branches.py:6  if s > 1.0:
     if t1:
         # branches.py:7  r = s * w

@@ -21,10 +21,9 @@ def f_grad(x):
             t3 = math.sin(y)
             result = t3 * x
     # --- backward ---
-    result_bar = rt.zeros_like(result)
     x_bar = rt.zeros_like(x)
     # early_return.py:5  if x > 2.0:
-    result_bar = result_bar + rt.grad_seed(result)
+    result_bar = rt.grad_seed(result)
     if t1:
         # early_return.py:6  return math.log(x)
         x_bar = x_bar + result_bar / x

@@ -1,0 +1,69 @@
+"""Transformations of transformations: ``grad(grad(f))``, by transforming generated source again.
+
+A ``grad`` hands the next transformation its adjoint file, written in a variant that
+returns the gradient alone (``f_grad(x) -> x_bar``). That file is ordinary Python, so the
+next ``grad`` reads it like any user function: its tapes are lists pushed and popped, its
+helpers (``rt.unbroadcast``, ``rt.sum_grad`` ...) have rules of their own
+(:mod:`srctrans.rules.runtime_helpers`). The generated files stay readable at every
+order, each line under the comments of the lines it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .pipeline import Transform
+
+
+def adjoint_function(inner) -> Callable:
+    """The adjoint file of ``inner`` (a ``srctrans.grad``) as a plain function returning the gradient.
+
+    Raises ``TypeError`` for what has no such function yet: ``value_and_grad`` (its output
+    is a pair), ``has_aux``, static arguments.
+    """
+    from .api import Jitted
+
+    args = getattr(inner, "_grad_args", None)
+    if args is None:
+        raise TypeError(f"expected a srctrans.grad, got {inner!r}")
+    if args["with_value"]:
+        raise TypeError(
+            "value_and_grad returns a pair (value, gradient), which has no gradient; "
+            "differentiate a srctrans.grad instead"
+        )
+    if args["has_aux"]:
+        raise TypeError("a grad with has_aux=True returns a pair (gradient, aux); nest a grad without has_aux")
+    if inner._static:
+        raise TypeError("a grad with static arguments cannot be differentiated again yet")
+    options = tuple(o for o in inner._transform.options if o[0] in ("wrt", "has_aux")) + (("grads_only", True),)
+    runner = Jitted(inner._fn, _transform=Transform("grad", options), _compile=False)
+    runner._wrt = inner._wrt
+    spec = runner._any_spec()
+    if any(m[0] != "arg" for m in spec.gen.meta["params"]):
+        raise TypeError("a grad of a method or of pytree arguments cannot be differentiated again yet")
+    return spec.python
+
+
+def vjp_function(fun: Callable, nargs: int) -> Callable:
+    """``fun``'s adjoint file as a plain function ``(*primals, cotangent) -> cotangents``.
+
+    The file of ``srctrans.vjp(fun, ...)``, in the variant that returns the cotangents of
+    the primals alone (one, or a tuple of several); ``check_grads(order=2)`` checks its
+    derivatives as it checks ``fun``'s.
+    """
+    import inspect
+
+    from .api import Jitted
+    from .capture import unwrap
+
+    pyfn, _, bound_args, _ = unwrap(fun)
+    visible = [p.name for p in inspect.signature(pyfn).parameters.values()][len(bound_args):]
+    if len(visible) != nargs:
+        raise TypeError(f"{pyfn.__qualname__} takes {len(visible)} arguments, got {nargs}")
+    options = (("wrt", tuple(visible)), ("grads_only", True))
+    runner = Jitted(fun, _transform=Transform("vjp", options), _compile=False)
+    runner._wrt = tuple(visible)
+    spec = runner._any_spec()
+    if any(m[0] not in ("arg", "cotangent") for m in spec.gen.meta["params"]):
+        raise TypeError("the vjp of a method or of pytree arguments cannot be differentiated again yet")
+    return spec.python

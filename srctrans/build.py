@@ -325,6 +325,10 @@ def _rewrite_numpy(node: cst.FunctionDef, unit: _Unit, np_name: str) -> cst.Func
     return node.visit(_RewriteCalls(resolve, targets, np_name))
 
 
+# builtins the passes may write into a function that did not use them itself
+_PASS_BUILTINS = frozenset({"len", "range", "slice"})
+
+
 def _resolver(unit: _Unit, node: cst.FunctionDef, np_name: str, local_marker: Any):
     """What a name or dotted name in ``node`` refers to; ``local_marker`` for the function's own names."""
     import numpy
@@ -343,6 +347,10 @@ def _resolver(unit: _Unit, node: cst.FunctionDef, np_name: str, local_marker: An
                 from . import runtime
 
                 return runtime
+            if expr.value in _PASS_BUILTINS:  # brought in by a pass (len, range, slice)
+                import builtins
+
+                return getattr(builtins, expr.value)
             return numpy if expr.value == np_name else None  # numpy, brought in by desugar
         if isinstance(expr, cst.Attribute):
             base = resolve(expr.value)

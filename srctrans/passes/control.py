@@ -23,7 +23,11 @@ Input: a desugared function (:mod:`srctrans.passes.desugar`). Output contract:
    (``returned = True`` is set where the return was, and inside loops the loops stop).
    A function that can end without a return starts with ``result = None``.
 
-A function without jumps comes out unchanged (the same node). Each new statement carries
+4. A loop over the rows of an array (or the items of a list or tuple) named by a
+   variable, ``for row in xs:``, is a loop over indices: ``for i in range(len(xs)):``
+   starting with ``row = xs[i]`` (reverse mode replays index loops).
+
+A function without jumps or such loops comes out unchanged (the same node). Each new statement carries
 the origin comment of the statement it replaces, so errors and comments still point at
 the user's line.
 """
@@ -301,8 +305,31 @@ def scan_targets(target: cst.BaseExpression) -> list[str]:
     return []
 
 
+class _IndexLoops(cst.CSTTransformer):
+    """``for row in xs:`` -> ``for i in range(len(xs)):`` + ``row = xs[i]``."""
+
+    def __init__(self, names: NameGen) -> None:
+        super().__init__()
+        self.names = names
+
+    def leave_For(self, original: cst.For, updated: cst.For) -> cst.For:
+        if not isinstance(updated.iter, cst.Name) or updated.orelse is not None:
+            return updated
+        index = self.names.fresh("i", numbered=True)
+        read = cst.SimpleStatementLine(
+            [cst.Assign([cst.AssignTarget(updated.target)], cst.parse_expression(f"{updated.iter.value}[{index}]"))]
+        )
+        return updated.with_changes(
+            target=cst.Name(index),
+            iter=cst.parse_expression(f"range(len({updated.iter.value}))"),
+            body=updated.body.with_changes(body=[read, *updated.body.body]),
+        )
+
+
 def structure(node: cst.FunctionDef) -> cst.FunctionDef:
-    """Rewrite ``break``, ``continue`` and early returns (see the module docstring)."""
+    """Rewrite ``break``, ``continue``, early returns and loops over arrays (see the module docstring)."""
+    if _loops_over_names(node):
+        node = node.visit(_IndexLoops(NameGen(scan(node).all)))
     body = list(node.body.body)
     kinds: set[str] = set()
     for s in body:
@@ -334,6 +361,18 @@ def structure(node: cst.FunctionDef) -> cst.FunctionDef:
     if unused:
         new_body = [s.visit(_DropFlags(unused)) for s in new_body]
     return node.with_changes(body=node.body.with_changes(body=new_body))
+
+
+def _loops_over_names(node: cst.FunctionDef) -> bool:
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> None:
+            nonlocal found
+            found = found or (isinstance(n.iter, cst.Name) and n.orelse is None)
+
+    node.body.visit(V())
+    return found
 
 
 class _DropFlags(cst.CSTTransformer):

@@ -698,6 +698,15 @@ def inplace_running_product(x):
     return np.sum(p)
 
 
+
+def rows_loop(X, w):
+    # a loop over the rows of an array
+    total = 0.0
+    for row in X:
+        total = total + np.tanh(row @ w) ** 2
+    return total
+
+
 CORPUS = [
     (poly, (lambda r: nrm(r, 4),)),
     (poly, (lambda r: sc(r),)),
@@ -817,4 +826,5 @@ CORPUS = [
     (write_rows_by_index, (lambda r: nrm(r, 3, 2),)),
     (overwrite_then_read, (lambda r: nrm(r, 5),)),
     (inplace_running_product, (lambda r: nrm(r, 6),)),
+    (rows_loop, (lambda r: nrm(r, 5, 3), lambda r: nrm(r, 3))),
 ]

@@ -326,7 +326,7 @@ def _rewrite_numpy(node: cst.FunctionDef, unit: _Unit, np_name: str) -> cst.Func
 
 
 # builtins the passes may write into a function that did not use them itself
-_PASS_BUILTINS = frozenset({"len", "range", "slice"})
+_PASS_BUILTINS = frozenset({"len", "range", "slice", "min"})
 
 
 def _resolver(unit: _Unit, node: cst.FunctionDef, np_name: str, local_marker: Any):

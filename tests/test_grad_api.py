@@ -173,7 +173,7 @@ import numpy as np
 
 def loop_over_array(x):
     s = 0.0
-    for v in x:
+    for v in reversed(x):
         s = s + v * v
     return s
 

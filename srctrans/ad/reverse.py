@@ -180,6 +180,8 @@ class Reverse:
         self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
         self.mutated |= self._passed_to_writers()
         self.written_params = [p for p in self.params if p in self.mutated and p in self.act.active]
+        self.invariant = self._loop_invariants()
+        self.pending: dict[str, str] = {}  # restarted adjoints whose zeros wait for a first contribution
 
     def _passed_to_writers(self) -> set[str]:
         """Arrays this function passes to a user function that writes into that parameter."""
@@ -364,7 +366,44 @@ class Reverse:
             return False  # written in place somewhere: read it through a copy
         if name not in self.params and name not in self.act.defs:
             return True  # a global, builtin or closure value: never reassigned here
-        return self.act.assigned_once_outside_loops(name, self.params)
+        return self.act.assigned_once_outside_loops(name, self.params) or name in self.invariant
+
+    def _loop_invariants(self) -> set[str]:
+        """Names assigned once, inside a loop, from values no iteration changes (``t = -k``).
+
+        Every iteration gives them the same value, so the backward sweep reads the last one
+        instead of a tape.
+        """
+        single: dict[str, cst.BaseExpression] = {}
+        for stmt in _simple_statements(self.body):
+            for small in stmt.body:
+                if (
+                    isinstance(small, cst.Assign)
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and len(self.act.defs.get(small.targets[0].target.value, [])) == 1
+                ):
+                    single[small.targets[0].target.value] = small.value
+        found: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, value in single.items():
+                if name in found or name in self.mutated or name in self.lists or name in self.params:
+                    continue
+                if isinstance(value, cst.Call) and not _pure_call(value, self.resolve):
+                    continue
+                reads = names_in(value)
+                if name in reads:
+                    continue
+                if all(
+                    r in found
+                    or (r not in self.mutated and r not in self.params and r not in self.act.defs)
+                    or (r not in self.mutated and self.act.assigned_once_outside_loops(r, self.params))
+                    for r in reads
+                ):
+                    found.add(name)
+                    changed = True
+        return {n for n in found if self.act.defs[n][0].in_loop}
 
     def _check_carried(self, loop) -> None:
         """Refuse a differentiated value read in one iteration but assigned only in an earlier one."""
@@ -526,7 +565,7 @@ class Reverse:
                 self.assigned(base, block)  # later readers see a new version (saved as a copy)
             return
         names = targets_of(target)
-        if isinstance(target, cst.Name) and self._restarts(target.value, block):
+        if isinstance(target, cst.Name) and self._restarts(target.value, block) and not self.simple(target.value, block):
             # the older value of the target keeps its own adjoint, which restarts at zero: at the
             # older value's own shape when this block surely assigned it before, else the newer's
             known = target.value in self.params or any(
@@ -719,7 +758,10 @@ class Reverse:
         if name not in self.act.active:
             return
         bar = self.bar(name)
-        if name in self.started:
+        if name in self.pending:  # restarted just before: this contribution is its start
+            del self.pending[name]
+            self.emit(f"{bar} = {expr}", depth)
+        elif name in self.started:
             self.emit(f"{bar} = {bar} + {expr}", depth)
         else:
             self.emit(f"{bar} = {expr}", depth)
@@ -852,13 +894,20 @@ class Reverse:
         g = self.bar(target)
         values = {name: self._read(small_id, name, depth) for name in readers}
         if restart is not None:
-            # the older value of ``target`` is another variable: its adjoint starts afresh
+            # the older value of ``target`` is another variable: its adjoint starts afresh, from
+            # zeros, or from its first contribution when that comes in this very statement
             name, known = restart
             held = self.gen.fresh(f"{target}_bar", numbered=False)
             self.emit(f"{held} = {g}", depth)
-            self.emit(f"{g} = rt.zeros_like({values[name] if known else held})", depth)
+            zeros = f"{g} = rt.zeros_like({values[name] if known else held})"
+            if name in self.mutated:
+                self.emit(zeros, depth)
+            else:
+                self.pending[name] = zeros
             g = held
         self._apply(op, g, target, values, depth, block)
+        if restart is not None and restart[0] in self.pending:
+            self.emit(self.pending.pop(restart[0]), depth)
 
     def _backward_setitem(self, small: cst.Assign, op: Op, sid: int, block: Block, depth: int) -> None:
         target = small.targets[0].target
@@ -1259,6 +1308,12 @@ def _appended(small, lists: set[str]) -> tuple[str, cst.BaseExpression] | None:
     ):
         return func.value.value, call.args[0].value
     return None
+
+
+def _pure_call(call: cst.Call, resolve) -> bool:
+    """A call whose result depends on its arguments alone: a function with a derivative rule."""
+    obj = resolve(call.func)
+    return obj is not _LOCAL and obj is not None and id(obj) in _rule_keys_by_id()
 
 
 _WRITTEN: dict[int, frozenset[int]] = {}

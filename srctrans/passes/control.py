@@ -23,9 +23,11 @@ Input: a desugared function (:mod:`srctrans.passes.desugar`). Output contract:
    (``returned = True`` is set where the return was, and inside loops the loops stop).
    A function that can end without a return starts with ``result = None``.
 
-4. A loop over the rows of an array (or the items of a list or tuple) named by a
-   variable, ``for row in xs:``, is a loop over indices: ``for i in range(len(xs)):``
-   starting with ``row = xs[i]`` (reverse mode replays index loops).
+4. A loop over the rows of an array (or the items of a list or tuple), ``for row in xs:``,
+   is a loop over indices, ``for i in range(len(xs)):`` starting with ``row = xs[i]``
+   (reverse mode replays index loops); an iterable that is not a name is named first
+   (``items = ...``); ``for i, row in enumerate(xs)`` and ``for a, b in zip(xs, ys)``
+   index their sequences the same way.
 
 A function without jumps or such loops comes out unchanged (the same node). Each new statement carries
 the origin comment of the statement it replaces, so errors and comments still point at
@@ -306,29 +308,83 @@ def scan_targets(target: cst.BaseExpression) -> list[str]:
 
 
 class _IndexLoops(cst.CSTTransformer):
-    """``for row in xs:`` -> ``for i in range(len(xs)):`` + ``row = xs[i]``."""
+    """Loops over items become loops over indices.
+
+    ``for row in xs:`` -> ``for i in range(len(xs)):`` + ``row = xs[i]``; an iterable that
+    is not a name is first given one (``items = x * 2.0``); ``enumerate(xs)`` and ``zip(a, b)``
+    index their sequences likewise.
+    """
 
     def __init__(self, names: NameGen) -> None:
         super().__init__()
         self.names = names
 
-    def leave_For(self, original: cst.For, updated: cst.For) -> cst.For:
-        if not isinstance(updated.iter, cst.Name) or updated.orelse is not None:
-            return updated
-        index = self.names.fresh("i", numbered=True)
-        read = cst.SimpleStatementLine(
-            [cst.Assign([cst.AssignTarget(updated.target)], cst.parse_expression(f"{updated.iter.value}[{index}]"))]
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        return updated.with_changes(body=self._block(list(updated.body)))
+
+    def _block(self, stmts: list) -> list:
+        out: list = []
+        for stmt in stmts:
+            if isinstance(stmt, cst.For) and stmt.orelse is None:
+                out.extend(self._loop(stmt))
+            else:
+                out.append(stmt)
+        return out
+
+    def _loop(self, loop: cst.For) -> list:
+        it = loop.iter
+        before: list = []
+        reads: list[tuple[cst.BaseExpression, str]] = []  # (target, sequence name)
+        index_target: cst.BaseExpression | None = None
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and not any(a.keyword or a.star for a in it.args):
+            fname = it.func.value
+            if fname == "enumerate" and len(it.args) == 1 and _pair(loop.target):
+                index_target = loop.target.elements[0].value
+                seqs = [it.args[0].value]
+                targets = [loop.target.elements[1].value]
+            elif fname == "zip" and it.args and _pair(loop.target, len(it.args)):
+                seqs = [a.value for a in it.args]
+                targets = [el.value for el in loop.target.elements]
+            else:
+                return [loop]  # range, reversed and other calls stay as they are
+        else:
+            seqs, targets = [it], [loop.target]
+        names = []
+        for seq in seqs:
+            if isinstance(seq, cst.Name):
+                names.append(seq.value)
+            else:
+                name = self.names.fresh("items", numbered=False)
+                before.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], seq)]))
+                names.append(name)
+        for target, name in zip(targets, names):
+            reads.append((target, name))
+        index = index_target if isinstance(index_target, cst.Name) else cst.Name(self.names.fresh("i", numbered=True))
+        count = f"len({names[0]})" if len(names) == 1 else "min(" + ", ".join(f"len({n})" for n in names) + ")"
+        body = [
+            cst.SimpleStatementLine(
+                [cst.Assign([cst.AssignTarget(target)], cst.parse_expression(f"{name}[{index.value}]"))]
+            )
+            for target, name in reads
+        ]
+        new = loop.with_changes(
+            target=index,
+            iter=cst.parse_expression(f"range({count})"),
+            body=loop.body.with_changes(body=[*body, *loop.body.body]),
         )
-        return updated.with_changes(
-            target=cst.Name(index),
-            iter=cst.parse_expression(f"range(len({updated.iter.value}))"),
-            body=updated.body.with_changes(body=[read, *updated.body.body]),
-        )
+        if before:  # the loop's origin comment goes first
+            before[0] = before[0].with_changes(leading_lines=loop.leading_lines)
+            new = new.with_changes(leading_lines=[])
+        return [*before, new]
+
+
+def _pair(target: cst.BaseExpression, n: int = 2) -> bool:
+    return isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == n
 
 
 def structure(node: cst.FunctionDef) -> cst.FunctionDef:
     """Rewrite ``break``, ``continue``, early returns and loops over arrays (see the module docstring)."""
-    if _loops_over_names(node):
+    if _loops_over_items(node):
         node = node.visit(_IndexLoops(NameGen(scan(node).all)))
     body = list(node.body.body)
     kinds: set[str] = set()
@@ -363,13 +419,16 @@ def structure(node: cst.FunctionDef) -> cst.FunctionDef:
     return node.with_changes(body=node.body.with_changes(body=new_body))
 
 
-def _loops_over_names(node: cst.FunctionDef) -> bool:
+def _loops_over_items(node: cst.FunctionDef) -> bool:
+    """Is there a ``for`` loop over anything but ``range(...)``?"""
     found = False
 
     class V(cst.CSTVisitor):
         def visit_For(self, n: cst.For) -> None:
             nonlocal found
-            found = found or (isinstance(n.iter, cst.Name) and n.orelse is None)
+            it = n.iter
+            is_range = isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range"
+            found = found or (not is_range and n.orelse is None)
 
     node.body.visit(V())
     return found

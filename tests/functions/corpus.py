@@ -707,6 +707,19 @@ def rows_loop(X, w):
     return total
 
 
+
+def enumerate_zip(X, w):
+    # loops over an expression, enumerate and zip
+    total = 0.0
+    for row in X * 2.0:
+        total = total + np.sin(row @ w)
+    for i, row in enumerate(X):
+        if i > 0:
+            for a, b in zip(row, w):
+                total = total + a * b * i
+    return total
+
+
 CORPUS = [
     (poly, (lambda r: nrm(r, 4),)),
     (poly, (lambda r: sc(r),)),
@@ -827,4 +840,5 @@ CORPUS = [
     (overwrite_then_read, (lambda r: nrm(r, 5),)),
     (inplace_running_product, (lambda r: nrm(r, 6),)),
     (rows_loop, (lambda r: nrm(r, 5, 3), lambda r: nrm(r, 3))),
+    (enumerate_zip, (lambda r: nrm(r, 4, 3), lambda r: nrm(r, 3))),
 ]

@@ -59,14 +59,9 @@ def f_grad(x, limit):
                 total_2 = total_tape.pop()
                 t6_1 = t6_tape.pop()
                 total_bar_1 = total_bar
-                total_bar = rt.zeros_like(total_2)
-                total_bar = total_bar + rt.unbroadcast(total_bar_1, total_2)
+                total_bar = rt.unbroadcast(total_bar_1, total_2)
                 t6_bar = rt.unbroadcast(total_bar_1, t6_1)
-                t6_bar_1 = t6_bar
-                t6_bar = rt.zeros_like(t6_bar_1)
-                t5_bar = t6_bar_1 * (0.5 / t6_1)
+                t5_bar = t6_bar * (0.5 / t6_1)
                 i_1 = i_tape.pop()
-                t5_bar_1 = t5_bar
-                t5_bar = rt.zeros_like(t5_bar_1)
-                x_bar = x_bar + rt.getitem_grad(t5_bar_1, x, i_1)
+                x_bar = x_bar + rt.getitem_grad(t5_bar, x, i_1)
     return out, x_bar

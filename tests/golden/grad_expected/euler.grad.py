@@ -3,7 +3,6 @@ import srctrans.runtime as rt
 
 
 def f_grad(k, y0):
-    t1_tape = []
     y_tape = []
     t2_tape = []
     t6_tape = []
@@ -15,7 +14,6 @@ def f_grad(k, y0):
         trips += 1
         # euler.py:7  y = y + 0.01 * (-k * y + np.sin(0.1 * i))
         t1 = -k
-        t1_tape.append(t1)
         y_tape.append(y)
         t2 = t1 * y
         t3 = 0.1 * i
@@ -41,24 +39,14 @@ def f_grad(k, y0):
         y_2 = y_tape.pop()
         t6_1 = t6_tape.pop()
         y_bar_1 = y_bar
-        y_bar = rt.zeros_like(y_2)
-        y_bar = y_bar + rt.unbroadcast(y_bar_1, y_2)
+        y_bar = rt.unbroadcast(y_bar_1, y_2)
         t6_bar = rt.unbroadcast(y_bar_1, t6_1)
-        t6_bar_1 = t6_bar
-        t6_bar = rt.zeros_like(t6_bar_1)
-        t5_bar = t6_bar_1 * 0.01
+        t5_bar = t6_bar * 0.01
         t2_1 = t2_tape.pop()
-        t5_bar_1 = t5_bar
-        t5_bar = rt.zeros_like(t5_bar_1)
-        t2_bar = rt.unbroadcast(t5_bar_1, t2_1)
-        t1_1 = t1_tape.pop()
-        t2_bar_1 = t2_bar
-        t2_bar = rt.zeros_like(t2_bar_1)
-        t1_bar = rt.unbroadcast(t2_bar_1 * y_2, t1_1)
-        y_bar = y_bar + rt.unbroadcast(t2_bar_1 * t1_1, y_2)
-        t1_bar_1 = t1_bar
-        t1_bar = rt.zeros_like(t1_bar_1)
-        k_bar = k_bar + -t1_bar_1
+        t2_bar = rt.unbroadcast(t5_bar, t2_1)
+        t1_bar = rt.unbroadcast(t2_bar * y_2, t1)
+        y_bar = y_bar + rt.unbroadcast(t2_bar * t1, y_2)
+        k_bar = k_bar + -t1_bar
     # euler.py:5  y = y0
     y0_bar = y_bar
     return out, (k_bar, y0_bar)

@@ -6,7 +6,6 @@ def f_grad(x0, k):
     t1_tape = []
     ys_tape = []
     t4_tape = []
-    t3_tape = []
     t5_tape = []
     t2_tape = []
     t6_tape = []
@@ -29,7 +28,6 @@ def f_grad(x0, k):
         t4 = i - 1
         t4_tape.append(t4)
         t5 = ys[t4]
-        t3_tape.append(t3)
         t5_tape.append(rt.snapshot(t5))
         t6 = t3 * t5
         t2_tape.append(t2)
@@ -72,24 +70,17 @@ def f_grad(x0, k):
         t7_bar = rt.setitem_grad(ys_bar, i_1, t7_1)
         t2_1 = t2_tape.pop()
         t6_1 = t6_tape.pop()
-        t7_bar_1 = t7_bar
-        t7_bar = rt.zeros_like(t7_bar_1)
-        t2_bar = t2_bar + rt.unbroadcast(t7_bar_1, t2_1)
-        t6_bar = rt.unbroadcast(-t7_bar_1, t6_1)
-        t3_1 = t3_tape.pop()
+        t2_bar = t2_bar + rt.unbroadcast(t7_bar, t2_1)
+        t6_bar = rt.unbroadcast(-t7_bar, t6_1)
         t5_1 = t5_tape.pop()
-        t6_bar_1 = t6_bar
-        t6_bar = rt.zeros_like(t6_bar_1)
-        t3_bar = rt.unbroadcast(t6_bar_1 * t5_1, t3_1)
-        t5_bar = t5_bar + rt.unbroadcast(t6_bar_1 * t3_1, t5_1)
+        t3_bar = rt.unbroadcast(t6_bar * t5_1, t3)
+        t5_bar = t5_bar + rt.unbroadcast(t6_bar * t3, t5_1)
         t4_1 = t4_tape.pop()
         ys_3 = ys_tape.pop()
         t5_bar_1 = t5_bar
         t5_bar = rt.zeros_like(t5_bar_1)
         ys_bar = ys_bar + rt.getitem_grad(t5_bar_1, ys_3, t4_1)
-        t3_bar_1 = t3_bar
-        t3_bar = rt.zeros_like(t3_bar_1)
-        k_bar = k_bar + t3_bar_1 * 0.1
+        k_bar = k_bar + t3_bar * 0.1
         t1_1 = t1_tape.pop()
         t2_bar_1 = t2_bar
         t2_bar = rt.zeros_like(t2_bar_1)

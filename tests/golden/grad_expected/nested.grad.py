@@ -53,21 +53,14 @@ def f_grad(A):
             total_1 = total_tape.pop()
             t8_1 = t8_tape.pop()
             total_bar_1 = total_bar
-            total_bar = rt.zeros_like(total_1)
-            total_bar = total_bar + rt.unbroadcast(total_bar_1, total_1)
+            total_bar = rt.unbroadcast(total_bar_1, total_1)
             t8_bar = rt.unbroadcast(total_bar_1, t8_1)
             t6_1 = t6_tape.pop()
             t7_1 = t7_tape.pop()
-            t8_bar_1 = t8_bar
-            t8_bar = rt.zeros_like(t8_bar_1)
-            t6_bar = rt.unbroadcast(t8_bar_1 * t7_1, t6_1)
+            t6_bar = rt.unbroadcast(t8_bar * t7_1, t6_1)
             t5_1 = t5_tape.pop()
-            t6_bar_1 = t6_bar
-            t6_bar = rt.zeros_like(t6_bar_1)
-            t5_bar = t6_bar_1 * np.cos(t5_1)
+            t5_bar = t6_bar * np.cos(t5_1)
             i_1 = i_tape.pop()
             j_1 = j_tape.pop()
-            t5_bar_1 = t5_bar
-            t5_bar = rt.zeros_like(t5_bar_1)
-            A_bar = A_bar + rt.getitem_grad(t5_bar_1, A, (i_1, j_1))
+            A_bar = A_bar + rt.getitem_grad(t5_bar, A, (i_1, j_1))
     return total, A_bar

@@ -29,23 +29,19 @@ def f_grad(x):
     s_bar = s_bar + rt.grad_seed(s)
     # reassign.py:10  s *= 3.0
     s_bar_1 = s_bar
-    s_bar = rt.zeros_like(s_2)
-    s_bar = s_bar + s_bar_1 * 3.0
+    s_bar = s_bar_1 * 3.0
     # reassign.py:9  s += np.sum(y)
     s_bar_2 = s_bar
-    s_bar = rt.zeros_like(s_1)
-    s_bar = s_bar + rt.unbroadcast(s_bar_2, s_1)
+    s_bar = rt.unbroadcast(s_bar_2, s_1)
     t1_bar = rt.unbroadcast(s_bar_2, t1)
     y_bar = y_bar + rt.sum_grad(t1_bar, y_3, None, False)
     # reassign.py:7  y = y * x
     y_bar_1 = y_bar
-    y_bar = rt.zeros_like(y_2)
-    y_bar = y_bar + rt.unbroadcast(y_bar_1 * x, y_2)
+    y_bar = rt.unbroadcast(y_bar_1 * x, y_2)
     x_bar = rt.unbroadcast(y_bar_1 * y_2, x)
     # reassign.py:6  y = np.sin(y)
     y_bar_2 = y_bar
-    y_bar = rt.zeros_like(y_1)
-    y_bar = y_bar + y_bar_2 * np.cos(y_1)
+    y_bar = y_bar_2 * np.cos(y_1)
     # reassign.py:5  y = x * 2.0
     x_bar = x_bar + y_bar * 2.0
     return s, x_bar

@@ -58,26 +58,20 @@ def f_grad(W, h0, xs):
             h_2 = h_tape.pop()
             h_3 = h_tape_1.pop()
             h_bar_1 = h_bar
-            h_bar = rt.zeros_like(h_2)
             t7_bar = h_bar_1 * (1.0 - h_3 * h_3)
+            h_bar = rt.zeros_like(h_2)
             t5_1 = t5_tape.pop()
-            t7_bar_1 = t7_bar
-            t7_bar = rt.zeros_like(t7_bar_1)
-            t5_bar = rt.unbroadcast(t7_bar_1, t5_1)
-            t5_bar_1 = t5_bar
-            t5_bar = rt.zeros_like(t5_bar_1)
-            W_bar = W_bar + rt.dot_grad_x(t5_bar_1, W, h_2)
-            h_bar = h_bar + rt.dot_grad_y(t5_bar_1, W, h_2)
+            t5_bar = rt.unbroadcast(t7_bar, t5_1)
+            W_bar = W_bar + rt.dot_grad_x(t5_bar, W, h_2)
+            h_bar = h_bar + rt.dot_grad_y(t5_bar, W, h_2)
         else:
             # rnn.py:10  h = h * 0.5 + xs[t]
             h_4 = h_tape_2.pop()
             t8_1 = t8_tape.pop()
             h_bar_2 = h_bar
-            h_bar = rt.zeros_like(h_4)
             t8_bar = rt.unbroadcast(h_bar_2, t8_1)
-            t8_bar_1 = t8_bar
-            t8_bar = rt.zeros_like(t8_bar_1)
-            h_bar = h_bar + t8_bar_1 * 0.5
+            h_bar = rt.zeros_like(h_4)
+            h_bar = h_bar + t8_bar * 0.5
     # rnn.py:5  h = h0
     h0_bar = h_bar
     return out, (W_bar, h0_bar)

@@ -503,6 +503,11 @@ def _ov_grad_seed(out):
 
 @overload(rt.zeros_like)
 def _ov_zeros_like(x):
+    if isinstance(x, types.BaseTuple):  # a tuple of zeros, one per element
+        parts = ", ".join(f"rt.zeros_like(x[{i}])" for i in range(len(x.types)))
+        scope = {"rt": rt}
+        exec(f"def impl(x):\n    return ({parts}{',' if len(x.types) == 1 else ''})\n", scope)
+        return scope["impl"]
     if _is_scalar(x):
         return lambda x: 0.0
     if isinstance(x, types.Array):

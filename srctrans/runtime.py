@@ -46,7 +46,9 @@ def grad_seed(out):
 
 
 def zeros_like(x):
-    """Zeros shaped like ``x``; a Python float for scalars."""
+    """Zeros shaped like ``x``; a Python float for scalars; a tuple of zeros for a tuple."""
+    if isinstance(x, (tuple, list)):
+        return tuple(zeros_like(v) for v in x)
     if isinstance(x, np.ndarray):
         return np.zeros(x.shape, dtype=_grad_dtype(x))
     return 0.0

@@ -181,6 +181,7 @@ class Reverse:
         self.mutated |= self._passed_to_writers()
         self.written_params = [p for p in self.params if p in self.mutated and p in self.act.active]
         self.invariant = self._loop_invariants()
+        self.tuple_valued: set[str] = set()  # names unpacked (their adjoint is a tuple)
         self.pending: dict[str, str] = {}  # restarted adjoints whose zeros wait for a first contribution
 
     def _passed_to_writers(self) -> set[str]:
@@ -581,7 +582,8 @@ class Reverse:
                 self.assigned(n, block)
             return  # its value never reaches the output
         if not isinstance(target, cst.Name):
-            raise NotDifferentiable("unpacking a differentiated value into several names is not supported yet", self.line)
+            self._plan_unpack(small, target, block, sid)
+            return
         op = self.op_of(small.value)
         if op is None or (op.rule is not None and op.rule.kind == "nondiff"):
             self.assigned(target.value, block)
@@ -623,6 +625,29 @@ class Reverse:
         self.assigned(target.value, block)
         if wants_ans:  # the result itself, as it is just after this statement
             self.need(sid, "@" + target.value, block)
+
+    def _plan_unpack(self, small: cst.Assign, target, block: Block, sid: int) -> None:
+        """``a, b = t``: the adjoint of ``t`` is the tuple of ``a``'s and ``b``'s adjoints."""
+        names = targets_of(target)
+        value = small.value
+        flat = all(isinstance(el.value, cst.Name) for el in target.elements)
+        if not flat or not isinstance(value, cst.Name):
+            raise NotDifferentiable("unpack a differentiated value into plain names, one level deep", self.line)
+        for n in names:
+            if n in self.useful and not self.simple(n, block) and (
+                block.in_loop or len(self.act.defs.get(n, [])) > 1 or n in self.params
+            ):
+                raise NotDifferentiable(
+                    f"{n!r} is unpacked here and assigned elsewhere too",
+                    self.line,
+                    f"unpack into a name of its own and assign it to {n} afterwards",
+                )
+        self.tuple_valued.add(value.value)
+        self.ops[sid] = Op("unpack", Rule("unpack", (Param("x"),)), {"x": value}, {"x": value.value})
+        for n in names:
+            if n not in self.useful or not self.simple(n, block):
+                self.need(sid, "@" + n, block, shape_only=True)  # zeros of its shape when nothing flows
+            self.assigned(n, block)
 
     def _plan_setitem(self, small: cst.Assign, target: cst.Subscript, base: str, block: Block, sid: int) -> None:
         """``y[index] = v`` into a differentiated array: ``v`` takes the adjoint of what it overwrote."""
@@ -758,6 +783,10 @@ class Reverse:
         if name not in self.act.active:
             return
         bar = self.bar(name)
+        if name in self.tuple_valued and name in self.started:
+            raise NotDifferentiable(
+                f"the tuple {name} is used more than once after it is unpacked", self.line, "unpack it once"
+            )
         if name in self.pending:  # restarted just before: this contribution is its start
             del self.pending[name]
             self.emit(f"{bar} = {expr}", depth)
@@ -860,6 +889,17 @@ class Reverse:
         op = self.ops.get(small_id)
         if op is not None and op.key == "setitem":
             self._backward_setitem(small, op, small_id, block, depth)
+            return
+        if op is not None and op.key == "unpack":
+            values = {name: self._read(small_id, name, depth) for (s, name) in list(self.reader) if s == small_id}
+            parts = []
+            for n in targets_of(small.targets[0].target):
+                if n in self.useful and n in self.started:
+                    parts.append(self.bar(n))
+                else:
+                    parts.append(f"rt.zeros_like({values.get('@' + n, n)})")
+            if op.args["x"].value in self.act.active:
+                self.contribute(op.args["x"].value, "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")", depth, block)
             return
         if op is not None and op.key == "append":  # what was pushed takes the adjoint popped
             tape = _appended(small, self.lists)[0]
@@ -980,9 +1020,7 @@ class Reverse:
             self.emit(f"{self.bar(op.args['x'].value)}.append({g})", depth)
             return
         if op.key == "display":  # [a, b]: one adjoint per element
-            for i, expr in op.args.items():
-                if isinstance(expr, cst.Name) and expr.value in self.act.active:
-                    self.contribute(expr.value, f"{g}[{i}]", depth, block)
+            self._spread(list(op.args.values()), g, "part", depth, block)
             return
         if op.rule.kind == "custom":  # the user's bwd gives every argument's contribution
             res = values.get("@" + op.extra["res"], op.extra["res"])
@@ -995,12 +1033,17 @@ class Reverse:
             return
         if op.rule.kind == "callee":  # the callee's adjoint gives every argument's contribution
             arguments = ", ".join(text_of(p.name) for p in op.rule.params)
+            out = self.gen.fresh(f"{op.key}_out", numbered=False)
             bars = self.gen.fresh(f"{op.key}_bars", numbered=False)
-            self.emit(f"{bars} = {op.key}({arguments}, {g})[1]", depth)
-            for i, p in enumerate(op.rule.params):
+            self.emit(f"{out}, {bars} = {op.key}({arguments}, {g})", depth)
+            # unpacked, not indexed: an adjoint file stays differentiable (tuples are unpacked)
+            callee = op.key[: -len("_vjp")] if op.key.endswith("_vjp") else op.key
+            parts = [self.gen.fresh(f"{callee}_{p.name}_bar", numbered=False) for p in op.rule.params]
+            self.emit(", ".join(parts) + ("," if len(parts) == 1 else "") + f" = {bars}", depth)
+            for part, p in zip(parts, op.rule.params):
                 expr = op.args.get(p.name)
                 if isinstance(expr, cst.Name) and expr.value in self.act.active:
-                    self.contribute(expr.value, f"{bars}[{i}]", depth, block)
+                    self.contribute(expr.value, part, depth, block)
             return
         fill = {p.name.lstrip("*"): text_of(p.name.lstrip("*")) for p in op.rule.params}
         fill["ans"] = values.get("@" + target, target)
@@ -1024,6 +1067,22 @@ class Reverse:
                 contribution = partial
             self.contribute(expr.value, contribution, depth, block)
 
+    def _spread(self, elements: list, source: str, suffix: str, depth: int, block: Block) -> None:
+        """A tuple of adjoints, one per element: unpacked (not indexed, so that an adjoint file
+        stays differentiable), each into a name of its own, then added to its element's adjoint."""
+        targets, later = [], []
+        for el in elements:
+            name = el.value if isinstance(el, cst.Name) else None
+            if name is None or name not in self.act.active:
+                targets.append(self.gen.fresh("unused_bar", numbered=False))
+            else:
+                temp = self.gen.fresh(f"{name}_{suffix}", numbered=False)
+                targets.append(temp)
+                later.append((name, temp))
+        self.emit(", ".join(targets) + ("," if len(targets) == 1 else "") + f" = {source}", depth)
+        for name, temp in later:
+            self.contribute(name, temp, depth, block)
+
     def _seed(self, ret: cst.Return, block: Block, depth: int) -> None:
         value = ret.value
         if self.has_aux:
@@ -1040,9 +1099,7 @@ class Reverse:
             if self.seed == "grad":  # not a scalar: grad_seed says so
                 self.emit(f"rt.grad_seed({code(value)})", depth)
                 return
-            for i, el in enumerate(value.elements):  # one cotangent per element
-                if isinstance(el.value, cst.Name) and el.value.value in self.act.active:
-                    self.contribute(el.value.value, f"{self.seed_param}[{i}]", depth, block)
+            self._spread([el.value for el in value.elements], self.seed_param, "seed", depth, block)
 
     # --- the whole function ------------------------------------------------------------------
 
@@ -1089,6 +1146,8 @@ class Reverse:
             grads = "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
         ret_value = ret.value
         out = code(ret_value.elements[0].value) if self.has_aux else code(ret_value)
+        if not self.has_aux and isinstance(ret_value, cst.Tuple) and not ret_value.lpar:
+            out = f"({out})"  # a tuple result stays one value beside the adjoints
         aux = code(ret_value.elements[1].value) if self.has_aux else None
         params = [*self.params, *([self.seed_param] if self.seed == "vjp" else [])]
         lines = [f"def {self.name}({', '.join(params)}):", *forward_lines, "    # --- backward ---", *backward_lines]

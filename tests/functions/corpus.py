@@ -720,6 +720,20 @@ def enumerate_zip(X, w):
     return total
 
 
+
+def mean_and_variance(x):
+    m = np.mean(x)
+    v = np.mean((x - m) ** 2)
+    return m, v
+
+
+def unpack_results(x):
+    # tuple unpacking of a call that returns two values, and of a tuple display
+    m, v = mean_and_variance(x)
+    a, b = x[0] * 2.0, np.sin(x[1])
+    return m * v + a * b
+
+
 CORPUS = [
     (poly, (lambda r: nrm(r, 4),)),
     (poly, (lambda r: sc(r),)),
@@ -841,4 +855,5 @@ CORPUS = [
     (inplace_running_product, (lambda r: nrm(r, 6),)),
     (rows_loop, (lambda r: nrm(r, 5, 3), lambda r: nrm(r, 3))),
     (enumerate_zip, (lambda r: nrm(r, 4, 3), lambda r: nrm(r, 3))),
+    (unpack_results, (lambda r: nrm(r, 5),)),
 ]

@@ -34,10 +34,12 @@ def f_grad(W1, W2, x):
     o_bar = rt.unbroadcast(t1_bar * o, o)
     o_bar = o_bar + rt.unbroadcast(t1_bar * o, o)
     # calls.py:10  o = layer(W2, h)
-    layer_vjp_bars = layer_vjp(W2, h, o_bar)[1]
-    W2_bar = layer_vjp_bars[0]
-    h_bar = layer_vjp_bars[1]
+    layer_vjp_out, layer_vjp_bars = layer_vjp(W2, h, o_bar)
+    layer_W_bar, layer_x_bar = layer_vjp_bars
+    W2_bar = layer_W_bar
+    h_bar = layer_x_bar
     # calls.py:9  h = layer(W1, x)
-    layer_vjp_bars_1 = layer_vjp(W1, x, h_bar)[1]
-    W1_bar = layer_vjp_bars_1[0]
+    layer_vjp_out_1, layer_vjp_bars_1 = layer_vjp(W1, x, h_bar)
+    layer_W_bar_1, layer_x_bar_1 = layer_vjp_bars_1
+    W1_bar = layer_W_bar_1
     return out, (W1_bar, W2_bar)

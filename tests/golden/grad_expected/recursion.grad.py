@@ -36,9 +36,10 @@ def power_vjp(x, n, r_bar):
         # recursion.py:5  r = x * power(x, n - 1)
         x_bar = x_bar + rt.unbroadcast(r_bar * t3, x)
         t3_bar = rt.unbroadcast(r_bar * x, t3)
-        power_vjp_bars = power_vjp(x, t2, t3_bar)[1]
-        x_bar = x_bar + power_vjp_bars[0]
-        t2_bar = power_vjp_bars[1]
+        power_vjp_out, power_vjp_bars = power_vjp(x, t2, t3_bar)
+        power_x_bar, power_n_bar = power_vjp_bars
+        x_bar = x_bar + power_x_bar
+        t2_bar = power_n_bar
         n_bar = n_bar + t2_bar
     return r, (x_bar, n_bar)
 
@@ -52,6 +53,7 @@ def f_grad(x):
     out_bar = rt.grad_seed(out)
     t1_bar = rt.unbroadcast(out_bar, t1)
     x_bar = rt.unbroadcast(out_bar, x)
-    power_vjp_bars = power_vjp(x, 5, t1_bar)[1]
-    x_bar = x_bar + power_vjp_bars[0]
+    power_vjp_out, power_vjp_bars = power_vjp(x, 5, t1_bar)
+    power_x_bar, power_n_bar = power_vjp_bars
+    x_bar = x_bar + power_x_bar
     return out, x_bar

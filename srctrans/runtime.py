@@ -175,6 +175,11 @@ def diag_grad(g, x, k=0):
 
 def getitem_grad(g, x, index):
     """Adjoint of ``x[index]``: ``g`` added into zeros at ``index`` (repeated indices add up)."""
+    if isinstance(x, (tuple, list)):
+        raise TypeError(
+            "srctrans: indexing a tuple or list of differentiated values is not differentiated; "
+            "unpack it instead (a, b = t)"
+        )
     out = zeros_like(x)
     np.add.at(out, index, g)
     return out
@@ -224,6 +229,16 @@ def setitem_grad(g, index, v):
     taken = np.array(g[index], copy=True)
     g[index] = 0.0
     return unbroadcast(taken, v)
+
+
+def slogdet_grad(g, x):
+    """Adjoint of ``x`` in ``sign, logdet = np.linalg.slogdet(x)``: ``g`` is the pair of their adjoints."""
+    return g[1] * np.transpose(np.linalg.inv(x))
+
+
+def split_grad(g, axis=0):
+    """Adjoint of ``x`` in ``np.split(x, ...)``: the pieces' adjoints ``g``, put back together."""
+    return np.concatenate([np.asarray(piece, dtype=float) for piece in g], axis=axis)
 
 
 def xlogy(a, b):

@@ -180,6 +180,9 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.trace": vjp("x", x="{g} * np.eye(np.shape({x})[0], np.shape({x})[1])"),
     "numpy.linalg.inv": vjp("x", x="-(np.transpose({ans}) @ {g} @ np.transpose({ans}))"),
     "numpy.linalg.det": vjp("x", x="{g} * {ans} * np.transpose(np.linalg.inv({x}))"),
+    # two results: {g} is the pair of their adjoints (sign, log|det|) / one adjoint per piece
+    "numpy.linalg.slogdet": vjp("x", x="rt.slogdet_grad({g}, {x})"),
+    "numpy.split": vjp("x, indices_or_sections, axis=0", x="rt.split_grad({g}, {axis})"),
     # --- shape ----------------------------------------------------------------------
     "numpy.transpose": vjp("x, axes=None", x="rt.transpose_grad({g}, {axes})"),
     "numpy.reshape": vjp("x, shape", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),

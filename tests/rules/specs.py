@@ -31,6 +31,16 @@ def above1(rng, *shape):
     return rng.uniform(1.2, 2.0, shape)
 
 
+def _slogdet_spec(x):
+    sign, logdet = np.linalg.slogdet(x)
+    return logdet * 2.0 + sign
+
+
+def _split_spec(x):
+    a, b = np.split(x, 2, axis=1)
+    return a * a + 2.0 * b
+
+
 # key -> list of (function, argument makers)
 SPECS = {
     # --- binary arithmetic --------------------------------------------------------
@@ -147,6 +157,8 @@ SPECS = {
     "numpy.trace": [(lambda x: np.trace(x), (lambda r: normal(r, 3, 3),))],
     "numpy.linalg.inv": [(lambda x: np.linalg.inv(x), (lambda r: normal(r, 3, 3) + 3.0 * np.eye(3),))],
     "numpy.linalg.det": [(lambda x: np.linalg.det(x), (lambda r: normal(r, 3, 3) + 2.0 * np.eye(3),))],
+    "numpy.linalg.slogdet": [(_slogdet_spec, (lambda r: normal(r, 3, 3) + 2.0 * np.eye(3),))],
+    "numpy.split": [(_split_spec, (lambda r: normal(r, 3, 4),))],
     # --- shape -------------------------------------------------------------------------
     "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],
     "numpy.reshape": [(lambda x: np.reshape(x, (4, 3)) * B[:3], (lambda r: normal(r, 3, 4),))],

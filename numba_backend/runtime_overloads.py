@@ -966,6 +966,20 @@ def _ov_at_multiply(x, index, v):
     return impl
 
 
+@overload(rt.slogdet_grad)
+def _ov_slogdet_grad(g, x):
+    if not isinstance(g, types.BaseTuple) or len(g.types) != 2:
+        raise TypingError(f"srctrans.runtime.slogdet_grad: g must be the pair (sign, logdet) adjoints, got {g}")
+    return lambda g, x: g[1] * np.ascontiguousarray(np.linalg.inv(x).T)
+
+
+@overload(rt.split_grad)
+def _ov_split_grad(g, axis=0):
+    if not isinstance(g, types.UniTuple):
+        raise TypingError(f"srctrans.runtime.split_grad: g must be a tuple of arrays of one type, got {g}")
+    return lambda g, axis=0: np.concatenate(g, axis=axis)
+
+
 @overload(rt.snapshot)
 def _ov_snapshot(v):
     if isinstance(v, types.Array):

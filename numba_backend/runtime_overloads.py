@@ -1197,3 +1197,1170 @@ def _ov_diag_grad(g, x, k=0):
         return out
 
     return impl2
+
+
+# --- rules for the helpers themselves (second order) ---------------------------------
+# The helpers the rules of srctrans/rules/runtime_helpers.py call, so that the adjoint of
+# an adjoint file compiles too.
+
+
+@overload(rt.ones_like)
+def _ov_ones_like(x):
+    if _is_scalar(x):
+        return lambda x: 1.0
+    if isinstance(x, types.Array):
+        dt = _grad_dtype(x)
+        return lambda x: np.ones(x.shape, dt)
+    raise TypingError(f"srctrans.runtime.ones_like: expected a number or an array, got {x}")
+
+
+@register_jitable
+def _k_sum3(h3):
+    """Sums of a ``(P, N, Q)`` array over ``N``, flat (P*Q) in C order."""
+    p, nn, q = h3.shape
+    s = np.zeros(p * q, h3.dtype)
+    for i in range(p):
+        for j in range(nn):
+            for k in range(q):
+                s[i * q + k] += h3[i, j, k]
+    return s
+
+
+@overload(rt.sum_to)
+def _ov_sum_to(h, g, axis=None, keepdims=False):
+    _axis_kind(axis, "sum_to")
+    if not (_is_scalar(g) or isinstance(g, types.Array)):
+        raise TypingError(f"srctrans.runtime.sum_to: g must be an array or a number, got {g}")
+    if _is_scalar(h):
+        return lambda h, g, axis=None, keepdims=False: rt.unbroadcast(h, g)
+    if not isinstance(h, types.Array):
+        raise TypingError(f"srctrans.runtime.sum_to: h must be an array or a number, got {h}")
+    if _is_scalar(g):
+        return lambda h, g, axis=None, keepdims=False: rt.unbroadcast(_k_sum3(_to3(h, axis)), g)
+    return lambda h, g, axis=None, keepdims=False: rt.unbroadcast(_k_sum3(_to3(h, axis)).reshape(g.shape), g)
+
+
+@overload(rt.dot)
+def _ov_dot(x, y):
+    _check_elementwise("dot", x, y)
+    nx, ny = _ndim(x), _ndim(y)
+    if nx == 0 or ny == 0:
+        return lambda x, y: x * y
+    c = _inexact(x, y)
+    if nx <= 2 and ny <= 2:
+        return lambda x, y: np.dot(_cast(np.ascontiguousarray(x), c), _cast(np.ascontiguousarray(y), c))
+    if ny == 2:
+
+        def impl(x, y):
+            # rows of x (all axes but the last) times the matrix y
+            x2 = _cast(np.ascontiguousarray(x), c).reshape((_leading_size(x.shape), x.shape[-1]))
+            r = np.dot(x2, _cast(np.ascontiguousarray(y), c))
+            return r.reshape(x.shape[:-1] + (y.shape[1],))
+
+        return impl
+    raise TypingError(f"srctrans.runtime.dot: operands of {nx} and {ny} dimensions are not supported")
+
+
+@overload(rt.transpose)
+def _ov_transpose(x, axes=None):
+    if _is_scalar(x):
+        return lambda x, axes=None: x
+    if not isinstance(x, types.Array):
+        raise TypingError(f"srctrans.runtime.transpose: x must be an array, got {x}")
+    n = x.ndim
+    if n == 0:
+        return lambda x, axes=None: x.copy()
+    if _is_none(axes) or (isinstance(axes, types.BaseTuple) and len(axes) == 0):
+        rev = np.arange(n)[::-1].copy()
+        return lambda x, axes=None: _transposed(x, rev)
+    if not _is_int_seq(axes):
+        raise TypingError(f"srctrans.runtime.transpose: axes must be None or ints, got {axes}")
+    if isinstance(axes, types.BaseTuple) and len(axes) != n:
+        raise TypingError(f"srctrans.runtime.transpose: axes {axes} don't match an array of {n} dimensions")
+    if not isinstance(axes, (types.UniTuple, types.List)):
+        raise TypingError(f"srctrans.runtime.transpose: axes must be None or ints of one type, got {axes}")
+
+    def impl(x, axes=None):
+        if len(axes) != n:
+            raise ValueError("axes don't match array")
+        ax = np.empty(n, np.int64)
+        for i in range(n):
+            ax[i] = _norm_axis(axes[i], n)
+        _inverse_perm(ax)  # raises on a repeated axis
+        return _transposed(x, ax)
+
+    return impl
+
+
+@register_jitable
+def _k_prod_grad_grad(out3, x3, u3, gf):
+    """``g`` times prod's Hessian applied to ``u``, per reduced group, by its count of zeros."""
+    p, nn, q = x3.shape
+    for i in range(p):
+        for k in range(q):
+            zeros = 0
+            prod = 1.0  # of the nonzero entries
+            s = 0.0  # u / x over the nonzero entries
+            u0 = 0.0  # u over the zero entries
+            for j in range(nn):
+                v = x3[i, j, k]
+                if v == 0:
+                    zeros += 1
+                    u0 += u3[i, j, k]
+                else:
+                    prod *= v
+                    s += u3[i, j, k] / v
+            g = gf[i * q + k]
+            for j in range(nn):
+                v = x3[i, j, k]
+                w = u3[i, j, k]
+                h = 0.0
+                if zeros == 0:
+                    h = prod / v * (s - w / v)
+                elif zeros == 1:
+                    h = prod * s if v == 0 else prod / v * u0
+                elif zeros == 2 and v == 0:
+                    h = prod * (u0 - w)
+                out3[i, j, k] = g * h
+
+
+@overload(rt.prod_grad_grad)
+def _ov_prod_grad_grad(u, g, x, axis=None, keepdims=False):
+    dt = _reduction_dtype("prod_grad_grad", x, axis, real=True)
+    if dt is None:
+        return lambda u, g, x, axis=None, keepdims=False: 0.0
+    if not isinstance(u, types.Array) or u.ndim != x.ndim:
+        raise TypingError(f"srctrans.runtime.prod_grad_grad: u must be an array shaped like x, got {u}")
+
+    def impl(u, g, x, axis=None, keepdims=False):
+        if u.shape != x.shape:
+            raise ValueError("prod_grad_grad: u must have x's shape")
+        x3 = _to3(x, axis)
+        out3 = np.empty(x3.shape, dt)
+        _k_prod_grad_grad(out3, x3, _to3(u, axis), _flat_of(g, x3.shape[0] * x3.shape[2]))
+        return _from3(out3, x, axis)
+
+    return impl
+
+
+@register_jitable
+def _sinc_grad2_1(x):
+    p = np.pi * x
+    if abs(p) < 1e-2:
+        return (-1.0 / 3.0 + p * p * (1.0 / 10.0 - p * p / 168.0)) * (np.pi * np.pi)
+    return ((2.0 - p * p) * np.sin(p) - 2.0 * p * np.cos(p)) / (p * p * p) * (np.pi * np.pi)
+
+
+@overload(rt.sinc_grad2)
+def _ov_sinc_grad2(x):
+    _check_elementwise("sinc_grad2", x)
+    if _is_scalar(x):
+        return lambda x: _sinc_grad2_1(float(x))
+
+    def impl(x):
+        out = np.empty(x.shape, np.float64)
+        of = out.reshape(out.size)
+        i = 0
+        for v in x.flat:
+            of[i] = _sinc_grad2_1(float(v))
+            i += 1
+        return out
+
+    return impl
+
+
+@register_jitable
+def _trigamma1(x):
+    """polygamma(1, x) as scipy.special.polygamma computes it (inf at 0, the negative integers and -inf)."""
+    if np.isnan(x):
+        return np.nan
+    if x == np.inf:
+        return 0.0
+    if x == -np.inf or (x <= 0.0 and x == np.floor(x)):
+        return np.inf
+    r = 0.0
+    sign = 1.0
+    if x < 0.0:
+        # reflection psi1(1 - x) + psi1(x) = pi^2 / sin(pi x)^2, with pi x reduced for accuracy
+        s = math.sin(np.pi * (x - np.floor(x + 0.5)))
+        r = np.pi * np.pi / (s * s)
+        sign = -1.0
+        x = 1.0 - x
+    t = 0.0
+    while x < 10.0:
+        t += 1.0 / (x * x)
+        x += 1.0
+    f = 1.0 / (x * x)
+    # 1/x + 1/(2x^2) + sum of B_2k / x^(2k+1)
+    t += 1.0 / x + 0.5 * f + f / x * (
+        1.0 / 6 + f * (-1.0 / 30 + f * (1.0 / 42 + f * (-1.0 / 30 + f * (5.0 / 66 + f * (-691.0 / 2730 + f * (7.0 / 6))))))
+    )
+    return r + sign * t
+
+
+@overload(rt.trigamma)
+def _ov_trigamma(x):
+    _check_elementwise("trigamma", x)
+    if _is_scalar(x):
+        if isinstance(x, types.Complex):
+            raise TypingError("srctrans.runtime.trigamma: complex arguments are not supported under jit")
+        return lambda x: _trigamma1(float(x))
+    if isinstance(x.dtype, types.Complex):
+        raise TypingError("srctrans.runtime.trigamma: complex arguments are not supported under jit")
+
+    def impl(x):
+        out = np.empty(x.shape, np.float64)  # as scipy's polygamma(1, x), float32 x too
+        of = out.reshape(out.size)
+        i = 0
+        for v in x.flat:
+            of[i] = _trigamma1(float(v))
+            i += 1
+        return out
+
+    return impl
+
+
+@register_jitable
+def _k_take_sorted(out3, u3, x3):
+    p, nn, q = x3.shape
+    line = np.empty(nn, x3.dtype)
+    for i in range(p):
+        for k in range(q):
+            for j in range(nn):
+                line[j] = x3[i, j, k]
+            order = np.argsort(line, kind="mergesort")  # stable, as the Python helper
+            for j in range(nn):
+                out3[i, j, k] = u3[i, order[j], k]
+
+
+@overload(rt.take_sorted)
+def _ov_take_sorted(u, x, axis=-1):
+    for name, t in (("u", u), ("x", x)):
+        if not isinstance(t, types.Array) or t.ndim == 0:
+            raise TypingError(f"srctrans.runtime.take_sorted: {name} must be an array of at least 1 dimension, got {t}")
+    if isinstance(x.dtype, types.Complex):
+        raise TypingError("srctrans.runtime.take_sorted: complex arrays are not supported")
+    if _axis_kind(axis, "take_sorted") == "tuple":
+        raise TypingError("srctrans.runtime.take_sorted: axis must be None or an int")
+    flat = _is_none(axis)
+
+    def impl(u, x, axis=-1):
+        if u.shape != x.shape:
+            raise ValueError("take_sorted: u must have x's shape")
+        x3 = _to3(x, axis)
+        u3 = _to3(u, axis)
+        out3 = np.empty(u3.shape, u3.dtype)
+        _k_take_sorted(out3, u3, x3)
+        return out3.reshape(x.size) if flat else out3.reshape(x.shape)
+
+    return impl
+
+
+# --- rules for shape and linear-algebra functions ---------------------------------------
+# The helpers of the same section of srctrans/runtime.py. They work on (P, N, Q) views too
+# (``_to3``), or permute axes at run time (``_permuted``); all return the canonical adjoint.
+# Some forward ops have no Numba implementation (np.pad, np.diagonal, logsumexp, and axis=
+# forms of np.flip, np.roll, np.repeat ...): their helpers compile all the same.
+
+
+def _require_array(fname: str, x: Any, min_ndim: int = 1) -> None:
+    if not isinstance(x, types.Array) or x.ndim < min_ndim:
+        raise TypingError(f"srctrans.runtime.{fname}: expected an array of at least {min_ndim} dimension(s), got {x}")
+
+
+def _require_adjoint(fname: str, g: Any) -> None:
+    if not (_is_scalar(g) or isinstance(g, types.Array)):
+        raise TypingError(f"srctrans.runtime.{fname}: g must be an array or a number, got {g}")
+
+
+def _line_dtype(fname: str, x: Any, axis: Any, real: bool = False) -> np.dtype | None:
+    """As ``_reduction_dtype``, for helpers that work along one axis (None: the flat order)."""
+    dt = _reduction_dtype(fname, x, axis, real)
+    if _axis_kind(axis, fname) == "tuple":
+        raise TypingError(f"srctrans.runtime.{fname}: axis must be None or an int, got {axis}")
+    return dt
+
+
+def _exec_impl(source: str, **env: Any):
+    """The function ``impl`` defined by ``source`` (for impls whose shape depends on types)."""
+    namespace = {"np": np, "rt": rt, **env}
+    exec(compile(source, "<srctrans runtime overload>", "exec"), namespace)
+    return namespace["impl"]
+
+
+@register_jitable
+def _zero_fill(a):
+    af = a.reshape(a.size)
+    for i in range(af.size):
+        af[i] = 0
+
+
+@register_jitable
+def _free_then(axes, ndim):
+    """Permutation of ``range(ndim)``: the axes not in ``axes`` (in order), then ``axes`` (as given)."""
+    used = np.zeros(ndim, np.bool_)
+    perm = np.empty(ndim, np.int64)
+    n = len(axes)
+    for i in range(n):
+        a = _norm_axis(axes[i], ndim)
+        if used[a]:
+            raise ValueError("repeated axis")
+        used[a] = True
+        perm[ndim - n + i] = a
+    j = 0
+    for d in range(ndim):
+        if not used[d]:
+            perm[j] = d
+            j += 1
+    return perm
+
+
+def _int_array(v):  # pragma: no cover - only its overload runs
+    """An int, a tuple of ints or an integer array as a 1-D int64 array."""
+    raise NotImplementedError
+
+
+@overload(_int_array)
+def _ov_int_array(v):
+    if _is_int(v):
+
+        def impl_int(v):
+            out = np.empty(1, np.int64)
+            out[0] = v
+            return out
+
+        return impl_int
+    if isinstance(v, types.BaseTuple) and all(isinstance(t, types.Integer) for t in v.types):
+        lines = "".join(f"    out[{i}] = v[{i}]\n" for i in range(len(v.types)))
+        return _exec_impl(f"def impl(v):\n    out = np.empty({len(v.types)}, np.int64)\n{lines}    return out\n")
+    if isinstance(v, types.Array) and isinstance(v.dtype, types.Integer):
+        return lambda v: v.ravel().astype(np.int64)
+    raise TypingError(f"srctrans.runtime: expected an int, a tuple of ints or an integer array, got {v}")
+
+
+# --- inner, tensordot, einsum
+
+
+@overload(rt.inner_grad_x)
+def _ov_inner_grad_x(g, x, y):
+    _check_dot("inner_grad_x", g, x, y)
+    if _is_scalar(x):
+        return lambda g, x, y: rt.unbroadcast(_total(g * y), x)
+    if _is_scalar(y):
+        return lambda g, x, y: rt.unbroadcast(g * y, x)
+    _require_array("inner_grad_x", x)
+    _require_array("inner_grad_x", y)
+    c = _inexact(g, y)
+
+    def impl(g, x, y):
+        rows_x, rows_y = _leading_size(x.shape), _leading_size(y.shape)
+        g2 = _cast(_flat_of(g, rows_x * rows_y), c).reshape((rows_x, rows_y))
+        y2 = _cast(np.ascontiguousarray(y), c).reshape((rows_y, y.shape[-1]))
+        return rt.unbroadcast(np.dot(g2, y2).reshape(x.shape), x)
+
+    return impl
+
+
+@overload(rt.inner_grad_y)
+def _ov_inner_grad_y(g, x, y):
+    _check_dot("inner_grad_y", g, x, y)
+    if _is_scalar(y):
+        return lambda g, x, y: rt.unbroadcast(_total(g * x), y)
+    if _is_scalar(x):
+        return lambda g, x, y: rt.unbroadcast(g * x, y)
+    _require_array("inner_grad_y", x)
+    _require_array("inner_grad_y", y)
+    c = _inexact(g, x)
+
+    def impl(g, x, y):
+        rows_x, rows_y = _leading_size(x.shape), _leading_size(y.shape)
+        g2 = _cast(_flat_of(g, rows_x * rows_y), c).reshape((rows_x, rows_y))
+        x2 = _cast(np.ascontiguousarray(x), c).reshape((rows_x, x.shape[-1]))
+        return rt.unbroadcast(np.dot(g2.T, x2).reshape(y.shape), y)
+
+    return impl
+
+
+def _tensordot_axes_of(axes, nx, ny):  # pragma: no cover - only its overload runs
+    """The summed axes of x and of y in ``np.tensordot(x, y, axes)``, as two int64 arrays."""
+    raise NotImplementedError
+
+
+@overload(_tensordot_axes_of)
+def _ov_tensordot_axes_of(axes, nx, ny):
+    if _is_int(axes):
+
+        def impl_int(axes, nx, ny):
+            if axes < 0 or axes > nx or axes > ny:
+                raise ValueError("tensordot: axes exceeds the operands' dimensions")
+            return np.arange(nx - axes, nx), np.arange(0, axes)
+
+        return impl_int
+    if isinstance(axes, types.BaseTuple) and len(axes.types) == 2:
+        return lambda axes, nx, ny: (_int_array(axes[0]), _int_array(axes[1]))
+    raise TypingError(f"srctrans.runtime.tensordot_grad: axes must be an int or a pair of (tuples of) ints, got {axes}")
+
+
+@register_jitable
+def _tensordot_plan(x, y, ax, ay):
+    """Permutations of x (free axes, then summed) and of y (summed, then free), and the sizes
+    (free of x, summed, free of y) of the matrices they make."""
+    nx, ny, n = len(x.shape), len(y.shape), len(ax)
+    if len(ay) != n:
+        raise ValueError("tensordot: the two axes sequences have different lengths")
+    px = _free_then(ax, nx)
+    fy = _free_then(ay, ny)
+    py = np.concatenate((fy[ny - n :], fy[: ny - n]))
+    xs, ys = _shape_array(x.shape), _shape_array(y.shape)
+    m, k, my = 1, 1, 1
+    for i in range(nx - n):
+        m *= xs[px[i]]
+    for i in range(n):
+        if xs[px[nx - n + i]] != ys[py[i]]:
+            raise ValueError("tensordot: shape mismatch for the summed axes")
+        k *= ys[py[i]]
+    for i in range(n, ny):
+        my *= ys[py[i]]
+    return px, py, m, k, my
+
+
+def _check_tensordot(fname: str, g: Any, x: Any, y: Any) -> None:
+    _require_adjoint(fname, g)
+    _require_array(fname, x)
+    _require_array(fname, y)
+
+
+@overload(rt.tensordot_grad_x)
+def _ov_tensordot_grad_x(g, x, y, axes=2):
+    _check_tensordot("tensordot_grad_x", g, x, y)
+    nx, ny = x.ndim, y.ndim
+    c = _inexact(g, y)
+
+    def impl(g, x, y, axes=2):
+        ax, ay = _tensordot_axes_of(axes, nx, ny)
+        px, py, m, k, my = _tensordot_plan(x, y, ax, ay)
+        y2 = _cast(_permuted(y, py), c).reshape((k, my))
+        g2 = _cast(_flat_of(g, m * my), c).reshape((m, my))
+        r = np.dot(g2, y2.T)  # x with its axes permuted by px
+        shape = _shape_array(x.shape)[px]
+        return rt.unbroadcast(_transposed(r.reshape(to_fixed_tuple(shape, nx)), _inverse_perm(px)), x)
+
+    return impl
+
+
+@overload(rt.tensordot_grad_y)
+def _ov_tensordot_grad_y(g, x, y, axes=2):
+    _check_tensordot("tensordot_grad_y", g, x, y)
+    nx, ny = x.ndim, y.ndim
+    c = _inexact(g, x)
+
+    def impl(g, x, y, axes=2):
+        ax, ay = _tensordot_axes_of(axes, nx, ny)
+        px, py, m, k, my = _tensordot_plan(x, y, ax, ay)
+        x2 = _cast(_permuted(x, px), c).reshape((m, k))
+        g2 = _cast(_flat_of(g, m * my), c).reshape((m, my))
+        r = np.dot(x2.T, g2)  # y with its axes permuted by py
+        shape = _shape_array(y.shape)[py]
+        return rt.unbroadcast(_transposed(r.reshape(to_fixed_tuple(shape, ny)), _inverse_perm(py)), y)
+
+    return impl
+
+
+@overload(rt.einsum_grad)
+def _ov_einsum_grad(g, subscripts, k, x, y=None, z=None):
+    if not isinstance(subscripts, types.StringLiteral) or not isinstance(k, types.IntegerLiteral):
+        raise TypingError("srctrans.runtime.einsum_grad: the subscripts and k must be constants")
+    from . import overloads  # noqa: F401  (np.einsum)
+
+    _require_adjoint("einsum_grad", g)
+    names = [name for name, t in (("x", x), ("y", y), ("z", z)) if not _is_none(t)]
+    if not 0 <= k.literal_value < len(names):
+        raise TypingError(f"srctrans.runtime.einsum_grad: no operand {k.literal_value}")
+    target = names[k.literal_value]
+    _require_array("einsum_grad", {"x": x, "y": y, "z": z}[target])
+    try:
+        spec, extras = rt._einsum_grad_plan(subscripts.literal_value, len(names), k.literal_value)
+    except (NotImplementedError, ValueError) as err:
+        raise TypingError(f"srctrans.runtime.einsum_grad: {err}") from None
+    made = [f"np.{kind}({target}.shape[{p}])" for kind, p in extras]
+    args = ", ".join(["g", *(n for n in names if n != target), *made])
+    return _exec_impl(
+        "def impl(g, subscripts, k, x, y=None, z=None):\n"
+        f"    return rt.unbroadcast(np.einsum({spec!r}, {args}), {target})\n"
+    )
+
+
+# --- cumulative sums and products, norm, logsumexp
+
+
+@register_jitable
+def _k_cumsum_back(out3, g3):
+    """``out3``: the cumulative sums of ``g3`` along its middle axis, taken from the end."""
+    p, nn, q = out3.shape
+    for i in range(p):
+        for k in range(q):
+            s = 0.0
+            for j in range(nn - 1, -1, -1):
+                s += g3[i, j, k]
+                out3[i, j, k] = s
+
+
+@overload(rt.cumsum_grad)
+def _ov_cumsum_grad(g, x, axis=None):
+    _require_adjoint("cumsum_grad", g)
+    dt = _line_dtype("cumsum_grad", x, axis, real=True)
+    if dt is None:
+        return lambda g, x, axis=None: rt.unbroadcast(g, x)
+
+    def impl(g, x, axis=None):
+        out3 = _alloc3(x, axis, dt)
+        _k_cumsum_back(out3, _flat_of(g, out3.size).reshape(out3.shape))
+        return out3.reshape(x.shape)
+
+    return impl
+
+
+@register_jitable
+def _k_cumprod(out3, x3, g3, a3):
+    """Adjoint of cumprod along the middle axis; exact where ``x3`` holds zeros."""
+    p, nn, q = x3.shape
+    for i in range(p):
+        for k in range(q):
+            z = nn  # the first zero: every product from there on is 0
+            for j in range(nn):
+                if x3[i, j, k] == 0:
+                    z = j
+                    break
+            tail = 0.0  # sum over j >= i of g[j] * ans[j]
+            for j in range(nn - 1, -1, -1):
+                tail += g3[i, j, k] * a3[i, j, k]
+                out3[i, j, k] = tail / x3[i, j, k] if j < z else 0.0
+            if z < nn:  # at the first zero: the products that leave it out
+                run = 1.0
+                s = 0.0
+                for j in range(nn):
+                    if j != z:
+                        run *= x3[i, j, k]
+                    if j >= z:
+                        s += g3[i, j, k] * run
+                out3[i, z, k] = s
+
+
+@overload(rt.cumprod_grad)
+def _ov_cumprod_grad(g, x, ans, axis=None):
+    _require_adjoint("cumprod_grad", g)
+    dt = _line_dtype("cumprod_grad", x, axis, real=True)
+    if dt is None:
+        return lambda g, x, ans, axis=None: rt.unbroadcast(g, x)
+
+    def impl(g, x, ans, axis=None):
+        x3 = _to3(x, axis)
+        out3 = np.empty(x3.shape, dt)
+        m = x3.size
+        _k_cumprod(out3, x3, _flat_of(g, m).reshape(x3.shape), _flat_of(ans, m).reshape(x3.shape))
+        return out3.reshape(x.shape)
+
+    return impl
+
+
+@register_jitable
+def _k_norm(out3, x3, gf, af):
+    p, nn, q = x3.shape
+    for i in range(p):
+        for j in range(nn):
+            for k in range(q):
+                a = af[i * q + k]
+                out3[i, j, k] = 0.0 if a == 0 else gf[i * q + k] * x3[i, j, k] / a
+
+
+@overload(rt.norm_grad)
+def _ov_norm_grad(g, x, ans, ord=None, axis=None, keepdims=False):
+    if not _is_none(ord):
+        raise TypingError(f"srctrans.runtime.norm_grad: only ord=None is differentiated under jit, got {ord}")
+    _require_adjoint("norm_grad", g)
+    dt = _reduction_dtype("norm_grad", x, axis, real=True)
+    if dt is None:
+        return lambda g, x, ans, ord=None, axis=None, keepdims=False: 0.0 if ans == 0 else float(g * x / ans)
+
+    def impl(g, x, ans, ord=None, axis=None, keepdims=False):
+        x3 = _to3(x, axis)
+        out3 = np.empty(x3.shape, dt)
+        m = x3.shape[0] * x3.shape[2]
+        _k_norm(out3, x3, _flat_of(g, m), _flat_of(ans, m))
+        return _from3(out3, x, axis)
+
+    return impl
+
+
+@register_jitable
+def _k_softmax(out3, x3, gf, af):
+    p, nn, q = x3.shape
+    for i in range(p):
+        for j in range(nn):
+            for k in range(q):
+                out3[i, j, k] = gf[i * q + k] * np.exp(x3[i, j, k] - af[i * q + k])
+
+
+@overload(rt.logsumexp_grad)
+def _ov_logsumexp_grad(g, x, ans, axis=None, keepdims=False, b=None):
+    if not _is_none(b):
+        raise TypingError("srctrans.runtime.logsumexp_grad: logsumexp is differentiated without b= only")
+    _require_adjoint("logsumexp_grad", g)
+    dt = _reduction_dtype("logsumexp_grad", x, axis, real=True)
+    if dt is None:
+        return lambda g, x, ans, axis=None, keepdims=False, b=None: rt.unbroadcast(g * np.exp(x - ans), x)
+
+    def impl(g, x, ans, axis=None, keepdims=False, b=None):
+        x3 = _to3(x, axis)
+        out3 = np.empty(x3.shape, dt)
+        m = x3.shape[0] * x3.shape[2]
+        _k_softmax(out3, x3, _flat_of(g, m), _flat_of(ans, m))
+        return _from3(out3, x, axis)
+
+    return impl
+
+
+# --- rearranging elements: diagonal, flip, roll, tile, repeat, pad, sort, take
+
+
+@overload(rt.diagonal_grad)
+def _ov_diagonal_grad(g, x, offset=0, axis1=0, axis2=1):
+    _require_adjoint("diagonal_grad", g)
+    _require_array("diagonal_grad", x, 2)
+    dt, n = _grad_dtype(x), x.ndim
+
+    def impl(g, x, offset=0, axis1=0, axis2=1):
+        axes = np.empty(2, np.int64)
+        axes[0], axes[1] = axis1, axis2
+        perm = _free_then(axes, n)  # g's axes: x's others, then the diagonal
+        shape = _shape_array(x.shape)[perm]
+        rows, cols = shape[n - 2], shape[n - 1]
+        batch = 1
+        for d in range(n - 2):
+            batch *= shape[d]
+        r0, c0 = max(-offset, 0), max(offset, 0)
+        length = max(min(rows - r0, cols - c0), 0)
+        g2 = _flat_of(g, batch * length).reshape((batch, length))
+        out3 = np.zeros((batch, rows, cols), dt)
+        for b in range(batch):
+            for i in range(length):
+                out3[b, r0 + i, c0 + i] = g2[b, i]
+        return _transposed(out3.reshape(to_fixed_tuple(shape, n)), _inverse_perm(perm))
+
+    return impl
+
+
+@overload(rt.moveaxis_grad)
+def _ov_moveaxis_grad(g, x, source, destination):
+    # np.transpose with the permutation np.moveaxis makes, undone (np.moveaxis itself is slow to compile)
+    _require_array("moveaxis_grad", x)
+    n = x.ndim
+    if not isinstance(g, types.Array) or g.ndim != n:
+        raise TypingError(f"srctrans.runtime.moveaxis_grad: g must be an array of x's dimensions, got {g}")
+
+    def impl(g, x, source, destination):
+        src, dst = _int_array(source), _int_array(destination)
+        if src.size != dst.size:
+            raise ValueError("moveaxis: source and destination must have the same number of elements")
+        perm = np.full(n, -1, np.int64)  # axis i of the result is axis perm[i] of x
+        moved = np.zeros(n, np.bool_)
+        for i in range(src.size):
+            s, d = _norm_axis(src[i], n), _norm_axis(dst[i], n)
+            if moved[s] or perm[d] != -1:
+                raise ValueError("moveaxis: repeated axis")
+            perm[d] = s
+            moved[s] = True
+        j = 0
+        for s in range(n):
+            if not moved[s]:
+                while perm[j] != -1:
+                    j += 1
+                perm[j] = s
+        return rt.unbroadcast(_transposed(g, _inverse_perm(perm)), x)
+
+    return impl
+
+
+@register_jitable
+def _flip_axis(a, axis, dt):
+    """``np.flip(a, axis)`` as a new C array of dtype ``dt``."""
+    a3 = _to3(a, axis)
+    p, nn, q = a3.shape
+    out3 = np.empty(a3.shape, dt)
+    for i in range(p):
+        for j in range(nn):
+            for k in range(q):
+                out3[i, j, k] = a3[i, nn - 1 - j, k]
+    return out3.reshape(a.shape)
+
+
+@overload(rt.flip_grad)
+def _ov_flip_grad(g, x, axis=None):
+    _require_adjoint("flip_grad", g)
+    _require_array("flip_grad", x)
+    dt, kind = _grad_dtype(x), _axis_kind(axis, "flip_grad")
+    if kind == "none":
+
+        def impl_all(g, x, axis=None):  # every axis flipped: the flat order reversed
+            gf = _flat_of(g, x.size)
+            out = np.empty(x.size, dt)
+            for i in range(x.size):
+                out[i] = gf[x.size - 1 - i]
+            return out.reshape(x.shape)
+
+        return impl_all
+    if kind == "int":
+        return lambda g, x, axis=None: _flip_axis(_flat_of(g, x.size).reshape(x.shape), axis, dt)
+
+    def impl_tuple(g, x, axis=None):
+        out = _flip_axis(_flat_of(g, x.size).reshape(x.shape), axis[0], dt)
+        for i in range(1, len(axis)):
+            out = _flip_axis(out, axis[i], dt)
+        return out
+
+    return impl_tuple
+
+
+@overload(rt.roll_grad)
+def _ov_roll_grad(g, x, shift, axis=None):
+    _require_adjoint("roll_grad", g)
+    _require_array("roll_grad", x)
+    if not _is_int(shift) or _axis_kind(axis, "roll_grad") == "tuple":
+        raise TypingError("srctrans.runtime.roll_grad: under jit, shift must be an int and axis None or an int")
+    dt = _grad_dtype(x)
+
+    def impl(g, x, shift, axis=None):
+        g3 = _to3(_flat_of(g, x.size).reshape(x.shape), axis)
+        p, nn, q = g3.shape
+        out3 = np.empty(g3.shape, dt)
+        for j in range(nn):
+            src = (j + shift) % nn  # ans[(j + shift) % n] = x[j]
+            for i in range(p):
+                for k in range(q):
+                    out3[i, j, k] = g3[i, src, k]
+        return out3.reshape(x.shape)
+
+    return impl
+
+
+@overload(rt.tile_grad)
+def _ov_tile_grad(g, x, reps):
+    _require_adjoint("tile_grad", g)
+    if _is_scalar(x):
+        return lambda g, x, reps: rt.unbroadcast(g, x)
+    _require_array("tile_grad", x)
+    if not isinstance(g, types.Array) or g.ndim < x.ndim:
+        raise TypingError(f"srctrans.runtime.tile_grad: g must be an array of at least x's dimensions, got {g}")
+    dt, d, nx = _grad_dtype(x), g.ndim, x.ndim
+
+    def impl(g, x, reps):
+        xs = np.ones(d, np.int64)  # x's shape, with leading 1s up to g's dimensions
+        for i in range(nx):
+            xs[d - nx + i] = x.shape[i]
+        gs, xst = _shape_array(g.shape), _c_strides(xs)
+        out = np.zeros(x.size, dt)
+        gf = np.ascontiguousarray(g).ravel()
+        idx = np.zeros(d, np.int64)
+        for t in range(gf.size):
+            off = 0
+            for e in range(d):
+                off += (idx[e] % xs[e]) * xst[e]
+            out[off] += gf[t]
+            e = d - 1
+            while e >= 0:
+                idx[e] += 1
+                if idx[e] < gs[e]:
+                    break
+                idx[e] = 0
+                e -= 1
+        return out.reshape(x.shape)
+
+    return impl
+
+
+def _repeat_owner(repeats, n):  # pragma: no cover - only its overload runs
+    """The source index (in ``range(n)``) of each copy that ``np.repeat`` makes."""
+    raise NotImplementedError
+
+
+@overload(_repeat_owner)
+def _ov_repeat_owner(repeats, n):
+    if _is_int(repeats):
+
+        def impl_int(repeats, n):
+            if repeats < 0:
+                raise ValueError("repeat: negative repeats")
+            owner = np.empty(n * repeats, np.int64)
+            for j in range(owner.size):
+                owner[j] = j // repeats
+            return owner
+
+        return impl_int
+    if isinstance(repeats, types.Array) and isinstance(repeats.dtype, types.Integer) and repeats.ndim <= 1:
+
+        def impl_array(repeats, n):
+            r = repeats.ravel()
+            if r.size == 1:
+                return _repeat_owner(r[0], n)
+            if r.size != n:
+                raise ValueError("repeat: repeats does not match the repeated axis")
+            total = 0
+            for i in range(n):
+                if r[i] < 0:
+                    raise ValueError("repeat: negative repeats")
+                total += r[i]
+            owner = np.empty(total, np.int64)
+            t = 0
+            for i in range(n):
+                for _ in range(r[i]):
+                    owner[t] = i
+                    t += 1
+            return owner
+
+        return impl_array
+    raise TypingError(f"srctrans.runtime.repeat_grad: repeats must be an int or a 1-D integer array, got {repeats}")
+
+
+@overload(rt.repeat_grad)
+def _ov_repeat_grad(g, x, repeats, axis=None):
+    _require_adjoint("repeat_grad", g)
+    if _is_scalar(x):
+        return lambda g, x, repeats, axis=None: rt.unbroadcast(g, x)
+    dt = _line_dtype("repeat_grad", x, axis)
+
+    def impl(g, x, repeats, axis=None):
+        out3 = _alloc3(x, axis, dt)
+        _zero_fill(out3)
+        p, nn, q = out3.shape
+        owner = _repeat_owner(repeats, nn)
+        m = owner.size
+        g3 = _flat_of(g, p * m * q).reshape((p, m, q))
+        for i in range(p):
+            for j in range(m):
+                for k in range(q):
+                    out3[i, owner[j], k] += g3[i, j, k]
+        return out3.reshape(x.shape)
+
+    return impl
+
+
+def _pad_before(pad_width, n):  # pragma: no cover - only its overload runs
+    """The padding before each of ``n`` axes in ``np.pad(x, pad_width)``, an int64 array."""
+    raise NotImplementedError
+
+
+@overload(_pad_before)
+def _ov_pad_before(pad_width, n):
+    if _is_int(pad_width):
+        return lambda pad_width, n: np.full(n, pad_width, np.int64)
+    if isinstance(pad_width, types.BaseTuple) and 1 <= len(pad_width.types) <= 2:
+        if all(isinstance(t, types.Integer) for t in pad_width.types):  # (before, after) or (both,)
+            return lambda pad_width, n: np.full(n, pad_width[0], np.int64)
+    if isinstance(pad_width, types.BaseTuple) and all(
+        isinstance(t, types.BaseTuple) and 1 <= len(t.types) <= 2 and all(isinstance(e, types.Integer) for e in t.types)
+        for t in pad_width.types
+    ):
+        m = len(pad_width.types)
+        if m == 1:
+            return lambda pad_width, n: np.full(n, pad_width[0][0], np.int64)
+        lines = "".join(f"    out[{i}] = pad_width[{i}][0]\n" for i in range(m))
+        return _exec_impl(
+            f"def impl(pad_width, n):\n    if n != {m}:\n        raise ValueError('pad: pad_width does not match the array')\n"
+            f"    out = np.empty({m}, np.int64)\n{lines}    return out\n"
+        )
+    raise TypingError(f"srctrans.runtime.pad_grad: pad_width must be an int or (tuples of) ints, got {pad_width}")
+
+
+@overload(rt.pad_grad)
+def _ov_pad_grad(g, x, pad_width, mode="constant"):
+    constant = isinstance(mode, types.Omitted) or (isinstance(mode, types.StringLiteral) and mode.literal_value == "constant")
+    if not constant:
+        raise TypingError(f"srctrans.runtime.pad_grad: np.pad is differentiated in 'constant' mode only, got {mode}")
+    _require_adjoint("pad_grad", g)
+    _require_array("pad_grad", x)
+    dt, n = _grad_dtype(x), x.ndim
+
+    def impl(g, x, pad_width, mode="constant"):
+        before = _pad_before(pad_width, n)
+        gc = np.ascontiguousarray(g)
+        gst = _c_strides(_shape_array(gc.shape))
+        start = 0
+        for e in range(n):
+            start += before[e] * gst[e]
+        out = np.empty(x.shape, dt)
+        _strided_copy(gc.ravel()[start:], gst, out.reshape(out.size), _shape_array(x.shape))
+        return out
+
+    return impl
+
+
+@overload(rt.sort_grad)
+def _ov_sort_grad(g, x, axis=-1):
+    _require_adjoint("sort_grad", g)
+    _require_array("sort_grad", x)
+    dt = _line_dtype("sort_grad", x, axis, real=True)
+
+    def impl(g, x, axis=-1):
+        x3 = _to3(x, axis)
+        p, nn, q = x3.shape
+        g3 = _flat_of(g, x3.size).reshape(x3.shape)
+        out3 = np.empty(x3.shape, dt)
+        line = np.empty(nn, x3.dtype)
+        for i in range(p):
+            for k in range(q):
+                for j in range(nn):
+                    line[j] = x3[i, j, k]
+                order = np.argsort(line, kind="mergesort")  # stable, as the Python helper
+                for j in range(nn):
+                    out3[i, order[j], k] = g3[i, j, k]
+        return out3.reshape(x.shape)
+
+    return impl
+
+
+@register_jitable
+def _add_at3(out3, g3, i3):
+    """``out3[i, i3[i, j, k], k] += g3[i, j, k]``, with negative indices counted from the end."""
+    p, m, q = g3.shape
+    nn = out3.shape[1]
+    for i in range(p):
+        for j in range(m):
+            for k in range(q):
+                t = i3[i, j, k]
+                if t < -nn or t >= nn:
+                    raise IndexError("index out of bounds")
+                out3[i, t + nn if t < 0 else t, k] += g3[i, j, k]
+
+
+@overload(rt.take_grad)
+def _ov_take_grad(g, x, indices, axis=None):
+    _require_adjoint("take_grad", g)
+    _require_array("take_grad", x)
+    dt = _line_dtype("take_grad", x, axis)
+
+    def impl(g, x, indices, axis=None):
+        out3 = _alloc3(x, axis, dt)
+        _zero_fill(out3)
+        p, _, q = out3.shape
+        idx = _int_array(indices)
+        m = idx.size
+        i3 = np.empty((p, m, q), np.int64)
+        for i in range(p):
+            for j in range(m):
+                for k in range(q):
+                    i3[i, j, k] = idx[j]
+        _add_at3(out3, _flat_of(g, p * m * q).reshape((p, m, q)), i3)
+        return out3.reshape(x.shape)
+
+    return impl
+
+
+@overload(rt.take_along_axis_grad)
+def _ov_take_along_axis_grad(g, x, indices, axis=-1):
+    _require_adjoint("take_along_axis_grad", g)
+    _require_array("take_along_axis_grad", x)
+    if _is_none(axis):
+        return lambda g, x, indices, axis=-1: rt.take_grad(g, x, indices, None)
+    if not (isinstance(indices, types.Array) and isinstance(indices.dtype, types.Integer) and indices.ndim == x.ndim):
+        raise TypingError(f"srctrans.runtime.take_along_axis_grad: indices must be an integer array of x's dimensions, got {indices}")
+    if not _is_int(axis):
+        raise TypingError(f"srctrans.runtime.take_along_axis_grad: axis must be None or an int, got {axis}")
+    dt, n = _grad_dtype(x), x.ndim
+
+    def impl(g, x, indices, axis=-1):
+        a = _norm_axis(axis, n)
+        for d in range(n):
+            if d != a and indices.shape[d] != x.shape[d]:
+                raise ValueError("take_along_axis_grad: under jit, indices must have x's shape off the axis")
+        out3 = _alloc3(x, a, dt)
+        _zero_fill(out3)
+        p, _, q = out3.shape
+        m = indices.shape[a]
+        i3 = np.ascontiguousarray(indices).reshape((p, m, q))
+        _add_at3(out3, _flat_of(g, p * m * q).reshape((p, m, q)), i3)
+        return out3.reshape(x.shape)
+
+    return impl
+
+
+# --- solve, cholesky
+
+
+def _check_solve(fname: str, g: Any, a: Any, b: Any) -> None:
+    _require_array(fname, a, 2)
+    if a.ndim != 2 or not isinstance(b, types.Array) or b.ndim not in (1, 2):
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, a must be a matrix and b a vector or a matrix")
+    if not isinstance(g, types.Array) or g.ndim != b.ndim:
+        raise TypingError(f"srctrans.runtime.{fname}: g must be an array shaped like b, got {g}")
+
+
+@overload(rt.solve_grad_b)
+def _ov_solve_grad_b(g, a, b):
+    _check_solve("solve_grad_b", g, a, b)
+    c = _inexact(g, a)
+
+    def impl(g, a, b):
+        at = np.ascontiguousarray(_cast(a, c).T)
+        return rt.unbroadcast(np.linalg.solve(at, _cast(np.ascontiguousarray(g), c)), b)
+
+    return impl
+
+
+@overload(rt.solve_grad_a)
+def _ov_solve_grad_a(g, a, b, ans):
+    _check_solve("solve_grad_a", g, a, b)
+    c = _inexact(g, a, ans)
+    if b.ndim == 1:
+
+        def impl_vector(g, a, b, ans):
+            at = np.ascontiguousarray(_cast(a, c).T)
+            gb = np.linalg.solve(at, _cast(np.ascontiguousarray(g), c))
+            r = gb.reshape((gb.size, 1)) * _cast(np.ascontiguousarray(ans), c).reshape((1, ans.size))
+            return rt.unbroadcast(-r, a)
+
+        return impl_vector
+
+    def impl_matrix(g, a, b, ans):
+        at = np.ascontiguousarray(_cast(a, c).T)
+        gb = np.linalg.solve(at, _cast(np.ascontiguousarray(g), c))
+        return rt.unbroadcast(-np.dot(gb, _cast(np.ascontiguousarray(ans), c).T), a)
+
+    return impl_matrix
+
+
+@register_jitable
+def _lower_half_diagonal(m):
+    """The lower triangle of the square ``m`` with its diagonal halved, as a new C array."""
+    n = m.shape[0]
+    out = np.zeros(m.shape, m.dtype)
+    for i in range(n):
+        for j in range(i):
+            out[i, j] = m[i, j]
+        out[i, i] = 0.5 * m[i, i]
+    return out
+
+
+@overload(rt.cholesky_grad)
+def _ov_cholesky_grad(g, x, ans):
+    for name, t in (("g", g), ("x", x), ("ans", ans)):
+        if not isinstance(t, types.Array) or t.ndim != 2:
+            raise TypingError(f"srctrans.runtime.cholesky_grad: under jit, {name} must be a matrix, got {t}")
+    c = _inexact(g, ans)
+
+    def impl(g, x, ans):
+        lt = np.ascontiguousarray(_cast(ans, c).T)
+        s = np.linalg.solve(lt, _lower_half_diagonal(np.dot(lt, _cast(np.ascontiguousarray(g), c))))
+        s = np.ascontiguousarray(np.linalg.solve(lt, np.ascontiguousarray(s.T)).T)  # L^-T phi(L^T g) L^-1
+        return rt.unbroadcast(_lower_half_diagonal(s + s.T), x)
+
+    return impl
+
+
+# --- stack, concatenate, hstack, vstack: a tuple of adjoints, one per array
+
+
+def _piece(g3, start, n, a, dt):  # pragma: no cover - only its overload runs
+    """``g3[:, start:start + n, :]`` shaped like ``a``, of dtype ``dt``: the adjoint of ``a``."""
+    raise NotImplementedError
+
+
+@overload(_piece)
+def _ov_piece(g3, start, n, a, dt):
+    if _is_scalar(a):
+        return lambda g3, start, n, a, dt: float(g3[0, start, 0])
+
+    def impl(g3, start, n, a, dt):
+        p, _, q = g3.shape
+        out = np.empty(a.shape, dt)
+        of = out.reshape(out.size)
+        if of.size != p * n * q:
+            raise ValueError("the adjoint does not fit the array it belongs to")
+        t = 0
+        for i in range(p):
+            for j in range(n):
+                for k in range(q):
+                    of[t] = g3[i, start + j, k]
+                    t += 1
+        return out
+
+    return impl
+
+
+def _sequence_grad(fname: str, g: Any, arrays: Any, signature: str, axis: str, extent) -> Any:
+    """An impl giving the adjoints of ``arrays``: pieces of ``g`` along ``axis`` (source text;
+    ``None``: g's flat order), ``extent(name, t)`` long (source text) for an element ``t``."""
+    _require_adjoint(fname, g)
+    if isinstance(arrays, types.BaseTuple):
+        elements = list(arrays.types)
+    elif isinstance(arrays, types.List):
+        elements = [arrays.dtype]
+    else:
+        raise TypingError(f"srctrans.runtime.{fname}: expected a list or a tuple of arrays, got {arrays}")
+    for t in elements:
+        if not (_is_scalar(t) or isinstance(t, types.Array)):
+            raise TypingError(f"srctrans.runtime.{fname}: expected a list or a tuple of arrays, got {arrays}")
+    env = {"_to3": _to3, "_piece": _piece, "_norm_axis": _norm_axis}
+    lines = [f"def impl({signature}):", f"    g3 = _to3(g, {axis})", "    start = 0"]
+    if isinstance(arrays, types.List):
+        env["dt"] = _grad_dtype(elements[0]) if isinstance(elements[0], types.Array) else np.dtype(np.float64)
+        lines += [
+            "    out = []",
+            "    for a in arrays:",
+            f"        n = {extent('a', elements[0])}",
+            "        out.append(_piece(g3, start, n, a, dt))",
+            "        start += n",
+        ]
+        result = "out"
+    else:
+        for i, t in enumerate(elements):
+            env[f"dt{i}"] = _grad_dtype(t) if isinstance(t, types.Array) else np.dtype(np.float64)
+            lines += [
+                f"    n{i} = {extent(f'arrays[{i}]', t)}",
+                f"    p{i} = _piece(g3, start, n{i}, arrays[{i}], dt{i})",
+                f"    start += n{i}",
+            ]
+        result = "(" + "".join(f"p{i}, " for i in range(len(elements))) + ")"
+    lines += [
+        "    if start != g3.shape[1]:",
+        "        raise ValueError('the adjoint does not fit the arrays it belongs to')",
+        f"    return {result}",
+    ]
+    return _exec_impl("\n".join(lines) + "\n", **env)
+
+
+@overload(rt.stack_grad)
+def _ov_stack_grad(g, arrays, axis=0):
+    _axis_kind(axis, "stack_grad")
+    return _sequence_grad("stack_grad", g, arrays, "g, arrays, axis=0", "axis", lambda a, t: "1")
+
+
+@overload(rt.concatenate_grad)
+def _ov_concatenate_grad(g, arrays, axis=0):
+    if _is_none(axis):
+        return _sequence_grad("concatenate_grad", g, arrays, "g, arrays, axis=0", "None", lambda a, t: f"{a}.size")
+    if not _is_int(axis):
+        raise TypingError(f"srctrans.runtime.concatenate_grad: axis must be None or an int, got {axis}")
+
+    def extent(a: str, t: Any) -> str:
+        if not isinstance(t, types.Array) or t.ndim == 0:
+            raise TypingError("srctrans.runtime.concatenate_grad: zero-dimensional arrays cannot be concatenated")
+        return f"{a}.shape[_norm_axis(axis, {t.ndim})]"
+
+    return _sequence_grad("concatenate_grad", g, arrays, "g, arrays, axis=0", "axis", extent)
+
+
+@overload(rt.hstack_grad)
+def _ov_hstack_grad(g, arrays):
+    if not isinstance(g, types.Array):
+        raise TypingError(f"srctrans.runtime.hstack_grad: g must be an array, got {g}")
+    if g.ndim == 1:  # 1-D pieces (numbers count as one element)
+        return _sequence_grad("hstack_grad", g, arrays, "g, arrays", "0", lambda a, t: f"{a}.size" if isinstance(t, types.Array) else "1")
+    return _sequence_grad("hstack_grad", g, arrays, "g, arrays", "1", lambda a, t: f"{a}.shape[1]")
+
+
+@overload(rt.vstack_grad)
+def _ov_vstack_grad(g, arrays):
+    def extent(a: str, t: Any) -> str:
+        return f"{a}.shape[0]" if isinstance(t, types.Array) and t.ndim >= 2 else "1"
+
+    return _sequence_grad("vstack_grad", g, arrays, "g, arrays", "0", extent)

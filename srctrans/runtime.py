@@ -274,3 +274,377 @@ def digamma(x):
     from scipy.special import psi
 
     return psi(x)
+
+
+# --- rules for the helpers themselves (second order) ---------------------------------
+# The rules of srctrans/rules/runtime_helpers.py differentiate the helpers above (so that
+# an adjoint file can be differentiated again); these are the helpers their templates call.
+
+
+def ones_like(x):
+    """Ones shaped like ``x`` (dtype as ``zeros_like``); a Python float for scalars."""
+    if isinstance(x, np.ndarray):
+        return np.ones(x.shape, dtype=_grad_dtype(x))
+    return 1.0
+
+
+def sum_to(h, g, axis=None, keepdims=False):
+    """``h`` summed over ``axis`` into ``g``'s shape: the adjoint of ``g`` in ``sum_grad(g, x, axis, keepdims)``."""
+    return unbroadcast(np.reshape(np.sum(h, axis=axis, keepdims=True), np.shape(g)), g)
+
+
+def dot(x, y):
+    """``np.dot(x, y)`` for the operands ``dot_grad_x``/``dot_grad_y`` take (the adjoint of their ``g``)."""
+    return np.dot(x, y)
+
+
+def transpose(x, axes=None):
+    """``np.transpose(x, axes)``, ``axes=()`` meaning reversed as in ``transpose_grad`` (its adjoint)."""
+    if axes is None or len(axes) == 0:
+        return np.transpose(x)
+    return np.transpose(x, axes)
+
+
+def prod_grad_grad(u, g, x, axis=None, keepdims=False):
+    """``g`` times prod's Hessian at ``x`` applied to ``u``: the adjoint of ``x`` in ``prod_grad`` (exact at zeros)."""
+    if not isinstance(x, np.ndarray):
+        return 0.0  # the product of one number is the number: no second derivative
+    u, zero = np.asarray(u), x == 0
+    xs = np.where(zero, 1, x)
+    zeros = np.sum(zero, axis=axis, keepdims=True)
+    q = np.prod(xs, axis=axis, keepdims=True)  # the product of the nonzero entries
+    s = np.sum(np.where(zero, 0.0, u / xs), axis=axis, keepdims=True)
+    u0 = np.sum(np.where(zero, u, 0.0), axis=axis, keepdims=True)  # u summed where x is zero
+    # sum over i != k of u_i * (product of x_j, j != i, k), by how many zeros the group has
+    h = np.where(
+        zeros == 0,
+        q / xs * (s - u / xs),
+        np.where(zeros == 1, np.where(zero, q * s, q / xs * u0), np.where((zeros == 2) & zero, q * (u0 - u), 0.0)),
+    )
+    return unbroadcast(_expand(g, x, axis, keepdims) * h, x)
+
+
+def sinc_grad2(x):
+    """The second derivative of ``np.sinc`` (a series near 0, where the closed form cancels)."""
+    p = np.pi * np.asarray(x, dtype=np.float64)
+    small = np.abs(p) < 1e-2
+    s = np.where(small, 1.0, p)
+    closed = ((2.0 - s * s) * np.sin(s) - 2.0 * s * np.cos(s)) / (s * s * s)
+    series = -1.0 / 3.0 + p * p * (1.0 / 10.0 - p * p / 168.0)
+    return np.where(small, series, closed) * (np.pi * np.pi)
+
+
+def trigamma(x):
+    """``polygamma(1, x)``: the derivative of ``digamma``."""
+    from scipy.special import polygamma
+
+    return polygamma(1, x)
+
+
+def take_sorted(u, x, axis=-1):
+    """``u``'s elements in the order that sorts ``x`` along ``axis``: the adjoint of ``g`` in ``sort_grad``."""
+    if axis is None:
+        return np.ravel(u)[np.argsort(np.ravel(x), kind="stable")]
+    return np.take_along_axis(np.asarray(u), np.argsort(x, axis=axis, kind="stable"), axis)
+
+
+# --- rules for shape and linear-algebra functions ------------------------------------
+# Each returns the adjoint in its canonical form (see ``unbroadcast``); the ``*_grad`` of a
+# function of a sequence of arrays (``stack_grad`` ...) returns a tuple, one adjoint per array.
+
+
+def inner_grad_x(g, x, y):
+    """Adjoint of ``x`` in ``np.inner(x, y)``: ``g`` contracted with ``y`` over y's leading axes."""
+    if np.ndim(x) == 0:
+        return unbroadcast(np.sum(g * y), x)
+    if np.ndim(y) == 0:
+        return unbroadcast(g * y, x)
+    n = np.shape(x)[-1]
+    rows_x, rows_y = int(np.prod(np.shape(x)[:-1])), int(np.prod(np.shape(y)[:-1]))
+    g2 = np.reshape(g, (rows_x, rows_y))
+    return unbroadcast(np.reshape(g2 @ np.reshape(y, (rows_y, n)), np.shape(x)), x)
+
+
+def inner_grad_y(g, x, y):
+    """Adjoint of ``y`` in ``np.inner(x, y)``: ``g`` contracted with ``x`` over x's leading axes."""
+    if np.ndim(y) == 0:
+        return unbroadcast(np.sum(g * x), y)
+    if np.ndim(x) == 0:
+        return unbroadcast(g * x, y)
+    n = np.shape(y)[-1]
+    rows_x, rows_y = int(np.prod(np.shape(x)[:-1])), int(np.prod(np.shape(y)[:-1]))
+    g2 = np.reshape(g, (rows_x, rows_y))
+    return unbroadcast(np.reshape(g2.T @ np.reshape(x, (rows_x, n)), np.shape(y)), y)
+
+
+def cumsum_grad(g, x, axis=None):
+    """Adjoint of ``np.cumsum(x, axis)``: the cumulative sum of ``g`` taken from the end."""
+    if axis is None:
+        return unbroadcast(np.reshape(np.flip(np.cumsum(np.flip(np.ravel(g)))), np.shape(x)), x)
+    return unbroadcast(np.flip(np.cumsum(np.flip(g, axis), axis), axis), x)
+
+
+def _cumprod_grad_line(g, x, ans):
+    """Adjoint of a 1-D ``np.cumprod``; exact where ``x`` holds zeros."""
+    zeros = np.flatnonzero(x == 0)
+    z = zeros[0] if zeros.size else len(x)  # the first zero: every product from there on is 0
+    out = np.zeros(len(x), dtype=np.result_type(g, x, 1.0))
+    tail = np.flip(np.cumsum(np.flip(g * ans)))  # sum over j >= i of g[j] * ans[j]
+    out[:z] = tail[:z] / x[:z]
+    if z < len(x):  # at the first zero: the products that leave it out
+        skip = np.cumprod(np.where(np.arange(len(x)) == z, 1.0, x))
+        out[z] = np.sum(g[z:] * skip[z:])
+    return out
+
+
+def cumprod_grad(g, x, ans, axis=None):
+    """Adjoint of ``np.cumprod(x, axis)``, one line along ``axis`` at a time."""
+    if axis is None:
+        line = _cumprod_grad_line(np.ravel(g), np.ravel(x), np.ravel(ans))
+        return unbroadcast(np.reshape(line, np.shape(x)), x)
+    g, xs, ans = (np.moveaxis(np.asarray(a), axis, -1) for a in (g, x, ans))
+    out = np.zeros(xs.shape, dtype=np.result_type(g, xs, 1.0))
+    for i in np.ndindex(xs.shape[:-1]):
+        out[i] = _cumprod_grad_line(g[i], xs[i], ans[i])
+    return unbroadcast(np.moveaxis(out, -1, axis), x)
+
+
+def _tensordot_axes(x, y, axes):
+    """The summed axes of ``x`` and of ``y`` in ``np.tensordot(x, y, axes)``, as two lists."""
+    nx, ny = np.ndim(x), np.ndim(y)
+    if isinstance(axes, (int, np.integer)):
+        return list(range(nx - axes, nx)), list(range(axes))
+    ax, ay = ([a] if isinstance(a, (int, np.integer)) else list(a) for a in axes)
+    return [a % nx for a in ax], [a % ny for a in ay]
+
+
+def tensordot_grad_x(g, x, y, axes=2):
+    """Adjoint of ``x`` in ``np.tensordot(x, y, axes)``: ``g`` contracted with y's free axes."""
+    ax, ay = _tensordot_axes(x, y, axes)
+    free_x = [i for i in range(np.ndim(x)) if i not in ax]
+    free_y = [i for i in range(np.ndim(y)) if i not in ay]
+    r = np.tensordot(g, y, axes=(list(range(len(free_x), np.ndim(g))), free_y))
+    # r's axes: x's free axes, then x's summed axes in the order of y's matching (sorted) axes
+    order = free_x + [ax[k] for k in np.argsort(ay)]
+    return unbroadcast(np.transpose(r, np.argsort(order)), x)
+
+
+def tensordot_grad_y(g, x, y, axes=2):
+    """Adjoint of ``y`` in ``np.tensordot(x, y, axes)``: ``g`` contracted with x's free axes."""
+    ax, ay = _tensordot_axes(x, y, axes)
+    free_x = [i for i in range(np.ndim(x)) if i not in ax]
+    free_y = [i for i in range(np.ndim(y)) if i not in ay]
+    r = np.tensordot(x, g, axes=(free_x, list(range(len(free_x)))))
+    # r's axes: y's summed axes in the order of x's matching (sorted) axes, then y's free axes
+    order = [ay[k] for k in np.argsort(ax)] + free_y
+    return unbroadcast(np.transpose(r, np.argsort(order)), y)
+
+
+def _einsum_grad_plan(subscripts, n_operands, k):
+    """``(spec, extras)`` for the adjoint of operand ``k`` of an einsum (no ``...``).
+
+    The adjoint is ``np.einsum(spec, g, *other_operands, *made)``, where ``extras`` lists
+    the arrays to make, ``("eye", p)`` or ``("ones", p)`` sized like axis ``p`` of operand
+    ``k``: an identity puts ``g`` on the diagonal of a repeated subscript (``"ii->i"``), a
+    vector of ones spreads it along a subscript that only operand ``k`` has (``"ij->i"``).
+    """
+    text = subscripts.replace(" ", "")
+    if "." in text:
+        raise NotImplementedError("einsum with '...' is not differentiated")
+    lhs, arrow, out = text.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != n_operands:
+        raise ValueError(f"einsum: {subscripts!r} names {len(terms)} operands, {n_operands} were given")
+    if not arrow:  # implicit output: the subscripts seen once, in alphabetical order
+        letters = lhs.replace(",", "")
+        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    unused = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in text)
+    inputs, extras, target = [out, *(t for i, t in enumerate(terms) if i != k)], [], ""
+    for p, c in enumerate(terms[k]):
+        if c in target:  # a repeated subscript: a fresh one, tied to the first by an identity
+            fresh = next(unused)
+            inputs.append(c + fresh)
+            extras.append(("eye", p))
+            c = fresh
+        target += c
+    for p, c in enumerate(target):
+        if not any(c in t for t in inputs):
+            inputs.append(c)
+            extras.append(("ones", p))
+    return ",".join(inputs) + "->" + target, extras
+
+
+def einsum_grad(g, subscripts, k, x, y=None, z=None):
+    """Adjoint of operand ``k`` of ``np.einsum(subscripts, x[, y[, z]])``: an einsum of ``g`` and the others."""
+    operands = [a for a in (x, y, z) if a is not None]
+    spec, extras = _einsum_grad_plan(subscripts, len(operands), k)
+    target = operands[k]
+    made = [np.eye(np.shape(target)[p]) if kind == "eye" else np.ones(np.shape(target)[p]) for kind, p in extras]
+    others = [a for i, a in enumerate(operands) if i != k]
+    return unbroadcast(np.einsum(spec, g, *others, *made), target)
+
+
+def diagonal_grad(g, x, offset=0, axis1=0, axis2=1):
+    """Adjoint of ``np.diagonal(x, offset, axis1, axis2)``: ``g`` put on that diagonal of zeros."""
+    out = zeros_like(x)
+    view = np.moveaxis(out, (axis1, axis2), (-2, -1))  # writes go to out
+    i = np.arange(np.shape(g)[-1])
+    view[..., i + max(-offset, 0), i + max(offset, 0)] = g
+    return out
+
+
+def moveaxis_grad(g, x, source, destination):
+    """Adjoint of ``np.moveaxis(x, source, destination)``: the axes of ``g`` moved back."""
+    return unbroadcast(np.moveaxis(g, destination, source), x)
+
+
+def flip_grad(g, x, axis=None):
+    """Adjoint of ``np.flip(x, axis)``: ``g`` flipped back."""
+    return unbroadcast(np.flip(g, axis), x)
+
+
+def roll_grad(g, x, shift, axis=None):
+    """Adjoint of ``np.roll(x, shift, axis)``: ``g`` rolled back."""
+    return unbroadcast(np.roll(g, np.negative(shift), axis), x)
+
+
+def tile_grad(g, x, reps):
+    """Adjoint of ``np.tile(x, reps)``: the tiles of ``g`` summed."""
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    d = max(np.ndim(x), len(reps))
+    shape = (1,) * (d - np.ndim(x)) + np.shape(x)
+    reps = (1,) * (d - len(reps)) + reps
+    split = [n for pair in zip(reps, shape) for n in pair]  # (r0, s0, r1, s1, ...): tile, then place
+    tiles = np.sum(np.reshape(g, split), axis=tuple(range(0, 2 * d, 2)))
+    return unbroadcast(np.reshape(tiles, np.shape(x)), x)
+
+
+def repeat_grad(g, x, repeats, axis=None):
+    """Adjoint of ``np.repeat(x, repeats, axis)``: the copies of each element of ``g`` summed."""
+    shape = (np.size(x),) if axis is None else np.shape(x)
+    axis = 0 if axis is None else axis % len(shape)
+    owner = np.repeat(np.arange(shape[axis]), repeats)  # the source of each copy
+    out = np.zeros(shape, dtype=np.result_type(g, 1.0))
+    np.add.at(np.moveaxis(out, axis, 0), owner, np.moveaxis(np.asarray(g), axis, 0))
+    return unbroadcast(np.reshape(out, np.shape(x)), x)
+
+
+def pad_grad(g, x, pad_width, mode="constant"):
+    """Adjoint of ``np.pad(x, pad_width)`` in constant mode: the part of ``g`` over ``x``."""
+    if not (isinstance(mode, str) and mode == "constant"):
+        raise NotImplementedError(f"np.pad is differentiated in 'constant' mode only, not {mode!r}")
+    before = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (np.ndim(x), 2))[:, 0]
+    inside = tuple(slice(b, b + n) for b, n in zip(before, np.shape(x)))
+    return unbroadcast(np.asarray(g)[inside], x)
+
+
+def sort_grad(g, x, axis=-1):
+    """Adjoint of ``np.sort(x, axis)``: each element of ``g`` sent back to where its value came from."""
+    if axis is None:
+        out = np.zeros(np.size(x), dtype=np.result_type(g, 1.0))
+        out[np.argsort(np.ravel(x), kind="stable")] = np.ravel(g)
+        return unbroadcast(np.reshape(out, np.shape(x)), x)
+    out = np.zeros(np.shape(x), dtype=np.result_type(g, 1.0))
+    np.put_along_axis(out, np.argsort(x, axis=axis, kind="stable"), g, axis)
+    return unbroadcast(out, x)
+
+
+def take_grad(g, x, indices, axis=None):
+    """Adjoint of ``np.take(x, indices, axis)``: ``g`` added into zeros at ``indices`` (repeats add up)."""
+    if axis is None:
+        out = zeros_like(np.ravel(x))
+        np.add.at(out, indices, g)
+        return unbroadcast(np.reshape(out, np.shape(x)), x)
+    out = zeros_like(x)
+    np.add.at(out, (slice(None),) * (axis % np.ndim(x)) + (np.asarray(indices),), g)
+    return out
+
+
+def take_along_axis_grad(g, x, indices, axis=-1):
+    """Adjoint of ``np.take_along_axis(x, indices, axis)``: ``g`` added into zeros at ``indices``."""
+    if axis is None:
+        return take_grad(g, x, indices, None)
+    out = zeros_like(x)
+    g = np.asarray(g)
+    # the position in x of each element of g: its own index, but along axis the one in indices
+    index = [i if np.shape(x)[d] != 1 else 0 * i for d, i in enumerate(np.indices(g.shape, sparse=True))]
+    index[axis % np.ndim(x)] = np.asarray(indices)
+    np.add.at(out, tuple(index), g)
+    return out
+
+
+def solve_grad_b(g, a, b):
+    """Adjoint of ``b`` in ``np.linalg.solve(a, b)``: ``solve(a.T, g)``."""
+    if np.ndim(b) == 1:  # b is one column
+        return unbroadcast(np.linalg.solve(np.swapaxes(a, -1, -2), np.asarray(g)[..., None])[..., 0], b)
+    return unbroadcast(np.linalg.solve(np.swapaxes(a, -1, -2), g), b)
+
+
+def solve_grad_a(g, a, b, ans):
+    """Adjoint of ``a`` in ``np.linalg.solve(a, b)``: ``-solve(a.T, g) @ ans.T``."""
+    if np.ndim(b) == 1:
+        gb = np.linalg.solve(np.swapaxes(a, -1, -2), np.asarray(g)[..., None])
+        return unbroadcast(-gb * np.asarray(ans)[..., None, :], a)
+    gb = np.linalg.solve(np.swapaxes(a, -1, -2), g)
+    return unbroadcast(-(gb @ np.swapaxes(ans, -1, -2)), a)
+
+
+def _lower_half_diagonal(m):
+    """The lower triangle of ``m`` with its diagonal halved."""
+    return np.tril(m) - 0.5 * m * np.eye(np.shape(m)[-1])
+
+
+def cholesky_grad(g, x, ans):
+    """Adjoint of ``L = np.linalg.cholesky(x)``.
+
+    NumPy reads only the lower triangle of ``x`` (the upper one is taken to mirror it), so
+    the adjoint is lower-triangular: ``phi(S + S.T)`` with ``S = L^-T phi(L^T g) L^-1`` and
+    ``phi`` the lower triangle with the diagonal halved.
+    """
+    lt = np.swapaxes(ans, -1, -2)
+    s = np.linalg.solve(lt, _lower_half_diagonal(lt @ g))  # L^-T phi(L^T g)
+    s = np.swapaxes(np.linalg.solve(lt, np.swapaxes(s, -1, -2)), -1, -2)  # ... L^-1
+    return unbroadcast(_lower_half_diagonal(s + np.swapaxes(s, -1, -2)), x)
+
+
+def norm_grad(g, x, ans, ord=None, axis=None, keepdims=False):
+    """Adjoint of ``np.linalg.norm(x, None, axis, keepdims)``: ``g * x / norm``, 0 where the norm is 0."""
+    if not (ord is None or (isinstance(ord, str) and ord == "fro")):
+        raise NotImplementedError(f"np.linalg.norm is differentiated with ord=None only, not ord={ord!r}")
+    norm = _expand(ans, x, axis, keepdims)
+    return unbroadcast(_expand(g, x, axis, keepdims) * x / np.where(norm == 0, 1.0, norm), x)
+
+
+def logsumexp_grad(g, x, ans, axis=None, keepdims=False, b=None):
+    """Adjoint of ``scipy.special.logsumexp(x, axis, keepdims=...)``: ``g`` times the softmax of ``x``."""
+    if b is not None:
+        raise NotImplementedError("logsumexp is differentiated without b= only")
+    return unbroadcast(_expand(g, x, axis, keepdims) * np.exp(x - _expand(ans, x, axis, keepdims)), x)
+
+
+def stack_grad(g, arrays, axis=0):
+    """Adjoints of the ``arrays`` of ``np.stack(arrays, axis)``: the slices of ``g``, as a tuple."""
+    return tuple(unbroadcast(np.take(g, i, axis=axis), a) for i, a in enumerate(arrays))
+
+
+def concatenate_grad(g, arrays, axis=0):
+    """Adjoints of the ``arrays`` of ``np.concatenate(arrays, axis)``: the pieces of ``g``, as a tuple."""
+    if axis is None:
+        g, axis, sizes = np.ravel(g), 0, [np.size(a) for a in arrays]
+    else:
+        sizes = [np.shape(a)[axis] for a in arrays]
+    pieces = np.split(g, np.cumsum(sizes)[:-1], axis=axis)
+    return tuple(unbroadcast(np.reshape(p, np.shape(a)), a) for p, a in zip(pieces, arrays))
+
+
+def hstack_grad(g, arrays):
+    """Adjoints of the ``arrays`` of ``np.hstack(arrays)``, as a tuple."""
+    axis = 0 if np.ndim(g) == 1 else 1
+    pieces = concatenate_grad(g, [np.atleast_1d(a) for a in arrays], axis)
+    return tuple(unbroadcast(np.reshape(p, np.shape(a)), a) for p, a in zip(pieces, arrays))
+
+
+def vstack_grad(g, arrays):
+    """Adjoints of the ``arrays`` of ``np.vstack(arrays)``, as a tuple."""
+    pieces = concatenate_grad(g, [np.atleast_2d(a) for a in arrays], 0)
+    return tuple(unbroadcast(np.reshape(p, np.shape(a)), a) for p, a in zip(pieces, arrays))

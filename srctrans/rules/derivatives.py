@@ -168,6 +168,9 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.prod": vjp("x, axis=None, dtype=None, out=None, keepdims=False", x="rt.prod_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
     "numpy.var": vjp("x, axis=None, dtype=None, out=None, ddof=0, keepdims=False", x="rt.var_grad({g}, {x}, {axis}, {ddof}, {keepdims})"),
     "numpy.std": vjp("x, axis=None, dtype=None, out=None, ddof=0, keepdims=False", x="rt.std_grad({g}, {x}, {ans}, {axis}, {ddof}, {keepdims})"),
+    "numpy.cumsum": vjp("x, axis=None, dtype=None, out=None", x="rt.cumsum_grad({g}, {x}, {axis})"),
+    "numpy.cumprod": vjp("x, axis=None, dtype=None, out=None", x="rt.cumprod_grad({g}, {x}, {ans}, {axis})"),
+    "scipy.special.logsumexp": vjp("x, axis=None, b=None, keepdims=False", x="rt.logsumexp_grad({g}, {x}, {ans}, {axis}, {keepdims}, {b})"),
     # --- linear algebra -----------------------------------------------------------
     "numpy.dot": vjp("x, y", x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
     "numpy.matmul": vjp("x, y", x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
@@ -183,6 +186,17 @@ DERIVATIVES: dict[str, Rule] = {
     # two results: {g} is the pair of their adjoints (sign, log|det|) / one adjoint per piece
     "numpy.linalg.slogdet": vjp("x", x="rt.slogdet_grad({g}, {x})"),
     "numpy.split": vjp("x, indices_or_sections, axis=0", x="rt.split_grad({g}, {axis})"),
+    "numpy.inner": vjp("x, y", x="rt.inner_grad_x({g}, {x}, {y})", y="rt.inner_grad_y({g}, {x}, {y})"),
+    "numpy.tensordot": vjp("x, y, axes=2", x="rt.tensordot_grad_x({g}, {x}, {y}, {axes})", y="rt.tensordot_grad_y({g}, {x}, {y}, {axes})"),
+    "numpy.einsum": vjp(  # one to three operands
+        "subscripts, x, y=None, z=None",
+        x="rt.einsum_grad({g}, {subscripts}, 0, {x}, {y}, {z})",
+        y="rt.einsum_grad({g}, {subscripts}, 1, {x}, {y}, {z})",
+        z="rt.einsum_grad({g}, {subscripts}, 2, {x}, {y}, {z})",
+    ),
+    "numpy.linalg.solve": vjp("a, b", a="rt.solve_grad_a({g}, {a}, {b}, {ans})", b="rt.solve_grad_b({g}, {a}, {b})"),
+    "numpy.linalg.cholesky": vjp("x", x="rt.cholesky_grad({g}, {x}, {ans})"),
+    "numpy.linalg.norm": vjp("x, ord=None, axis=None, keepdims=False", x="rt.norm_grad({g}, {x}, {ans}, {ord}, {axis}, {keepdims})"),
     # --- shape ----------------------------------------------------------------------
     "numpy.transpose": vjp("x, axes=None", x="rt.transpose_grad({g}, {axes})"),
     "numpy.reshape": vjp("x, shape", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
@@ -199,6 +213,21 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.atleast_1d": vjp("x", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
     "numpy.atleast_2d": vjp("x", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
     "numpy.where": vjp("condition, x, y", x="rt.unbroadcast(np.where({condition}, {g}, 0.0), {x})", y="rt.unbroadcast(np.where({condition}, 0.0, {g}), {y})"),
+    "numpy.diagonal": vjp("x, offset=0, axis1=0, axis2=1", x="rt.diagonal_grad({g}, {x}, {offset}, {axis1}, {axis2})"),
+    "numpy.moveaxis": vjp("x, source, destination", x="rt.moveaxis_grad({g}, {x}, {source}, {destination})"),
+    "numpy.flip": vjp("x, axis=None", x="rt.flip_grad({g}, {x}, {axis})"),
+    "numpy.roll": vjp("x, shift, axis=None", x="rt.roll_grad({g}, {x}, {shift}, {axis})"),
+    "numpy.tile": vjp("x, reps", x="rt.tile_grad({g}, {x}, {reps})"),
+    "numpy.repeat": vjp("x, repeats, axis=None", x="rt.repeat_grad({g}, {x}, {repeats}, {axis})"),
+    "numpy.pad": vjp("x, pad_width, mode='constant', constant_values=0", x="rt.pad_grad({g}, {x}, {pad_width}, {mode})"),
+    "numpy.sort": vjp("x, axis=-1, kind=None, order=None", x="rt.sort_grad({g}, {x}, {axis})"),
+    "numpy.take": vjp("x, indices, axis=None", x="rt.take_grad({g}, {x}, {indices}, {axis})"),
+    "numpy.take_along_axis": vjp("x, indices, axis=-1", x="rt.take_along_axis_grad({g}, {x}, {indices}, {axis})"),
+    # a sequence of arrays: the template gives a tuple, one adjoint per array
+    "numpy.stack": vjp("arrays, axis=0", arrays="rt.stack_grad({g}, {arrays}, {axis})"),
+    "numpy.concatenate": vjp("arrays, axis=0", arrays="rt.concatenate_grad({g}, {arrays}, {axis})"),
+    "numpy.hstack": vjp("arrays", arrays="rt.hstack_grad({g}, {arrays})"),
+    "numpy.vstack": vjp("arrays", arrays="rt.vstack_grad({g}, {arrays})"),
     "ndarray.T": vjp("x", x="np.transpose({g})"),
     "ndarray.reshape": vjp("x, *shape", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
     "ndarray.copy": vjp("x", x="{g}"),
@@ -228,6 +257,13 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.empty": nondiff("shape, dtype=None"),
     "numpy.arange": nondiff("start, stop=None, step=None"),
     "numpy.linspace": nondiff("start, stop, num=50"),
+    "numpy.eye": nondiff("N, M=None, k=0, dtype=None"),
+    "numpy.identity": nondiff("n, dtype=None"),
+    "numpy.full": vjp("shape, fill_value, dtype=None", fill_value="rt.unbroadcast({g}, {fill_value})"),  # shape carries none
+    "numpy.full_like": vjp("x, fill_value, dtype=None", fill_value="rt.unbroadcast({g}, {fill_value})"),  # nor x
+    "numpy.argwhere": nondiff(),
+    "numpy.nonzero": nondiff(),
+    "numpy.searchsorted": nondiff("a, v, side='left', sorter=None"),
     "numpy.shape": nondiff(),
     "numpy.size": nondiff(),
     "numpy.isnan": nondiff(),
@@ -250,7 +286,8 @@ DERIVATIVES: dict[str, Rule] = {
 SHAPE_ONLY: dict[str, frozenset[str]] = {
     key: frozenset({"x"})
     for key in """getitem numpy.sum numpy.mean numpy.reshape ndarray.reshape numpy.ravel ndarray.ravel
-    numpy.squeeze numpy.expand_dims numpy.atleast_1d numpy.atleast_2d numpy.broadcast_to numpy.trace""".split()
+    numpy.squeeze numpy.expand_dims numpy.atleast_1d numpy.atleast_2d numpy.broadcast_to numpy.trace
+    numpy.full_like""".split()
 }
 
 # Rules for the helpers adjoint files call, so an adjoint can be differentiated again.

@@ -4,10 +4,176 @@ An adjoint file calls ``rt.unbroadcast``, ``rt.sum_grad`` and the other helpers 
 :mod:`srctrans.runtime`; differentiating that file again (``grad(grad(f))``) needs a
 rule for each of them. They use the same constructors as
 :mod:`srctrans.rules.derivatives` and are merged into its table.
+
+Parameter names follow each helper's signature, except that a helper's own ``g`` and
+``ans`` are spelled ``g_`` and ``ans_`` here: in a template ``{g}`` is always the incoming
+adjoint and ``{ans}`` this call's result, so the helper's arguments of those names need
+names of their own (calls are matched by position; generated files pass every argument
+positionally).
+
+Parameters that give only a shape, an axis or a selection (the ``x`` of
+``unbroadcast(g, x)``, ``sum_to``'s ``g``, ``index``, ``axis`` ...) have no template. The
+reductions' ``ans_`` is the reduction's value, a function of ``x``: ``extremum_grad`` and
+``prod_grad`` give it no adjoint and differentiate through ``x`` alone (``prod_grad_grad``
+is the whole second derivative of the product, exact where ``x`` has zeros), while
+``std_grad``'s rule has a partial for ``ans_`` and one for ``x`` holding ``ans_`` fixed.
+
+Linear helpers are differentiated by their transposes: the adjoint of ``g`` in a helper
+``expand(g) * K(x)`` (every reduction adjoint) is ``sum_to(u * K(x))`` with
+``K(x) = helper(ones_like(g), x, ...)``.
+
+Helpers without a rule (differentiating a file that calls them stops with "no rule"):
+``setitem_grad`` (it writes into its ``g``, which a rule cannot say), the helpers that
+return a tuple (``stack_grad``, ``concatenate_grad``, ``hstack_grad``, ``vstack_grad``),
+``einsum_grad`` (which operand is the adjoint's is an argument), the nonlinear
+``cumprod_grad``, ``solve_grad_a`` and ``cholesky_grad``, and the second-order helpers
+``prod_grad_grad``, ``sinc_grad2`` and ``trigamma`` (third derivatives).
 """
 
 from __future__ import annotations
 
-from .derivatives import elementwise, nondiff, vjp  # noqa: F401  (defined before derivatives imports this module)
-
+# Defined before the import below: derivatives.py imports this module at its end, and this
+# module may be the one imported first (the table is filled in and merged further down).
 RUNTIME_DERIVATIVES: dict = {}
+
+from .derivatives import DERIVATIVES, elementwise, nondiff, vjp  # noqa: E402
+
+
+# ``sum_to(u * helper(ones, ...))``: the adjoint of ``g`` in a reduction's adjoint ``expand(g) * K(x)``
+def _g_of_reduction(helper: str, rest: str) -> str:
+    return f"rt.sum_to({{g}} * rt.{helper}(rt.ones_like({{g_}}), {rest}), {{g_}}, {{axis}}, {{keepdims}})"
+
+
+RUNTIME_DERIVATIVES.update({
+    # --- constants for differentiation: seeds, zeros, masks -------------------------------
+    "srctrans.runtime.grad_seed": nondiff("out"),
+    "srctrans.runtime.zeros_like": nondiff("x"),
+    "srctrans.runtime.ones_like": nondiff("x"),
+    "srctrans.runtime.ge_mask": nondiff("x, y"),
+    "srctrans.runtime.le_mask": nondiff("x, y"),
+    "srctrans.runtime.inside_mask": nondiff("x, lo, hi"),
+    # --- linear in g: the adjoint is the transposed operation -------------------------------
+    "srctrans.runtime.unbroadcast": vjp("g_, x", g_="rt.unbroadcast({g}, {g_})"),
+    "srctrans.runtime.sum_grad": vjp("g_, x, axis=None, keepdims=False", g_="rt.sum_to({g}, {g_}, {axis}, {keepdims})"),
+    "srctrans.runtime.mean_grad": vjp(
+        "g_, x, axis=None, keepdims=False", g_=_g_of_reduction("mean_grad", "{x}, {axis}, {keepdims}")
+    ),
+    "srctrans.runtime.sum_to": vjp("h, g_, axis=None, keepdims=False", h="rt.sum_grad({g}, {h}, {axis}, {keepdims})"),
+    "srctrans.runtime.transpose_grad": vjp("g_, axes=None", g_="rt.transpose({g}, {axes})"),
+    "srctrans.runtime.transpose": vjp("x, axes=None", x="rt.transpose_grad({g}, {axes})"),
+    "srctrans.runtime.diag_grad": vjp("g_, x, k=0", g_="rt.diag_grad({g}, {g_}, {k})"),
+    "srctrans.runtime.getitem_grad": vjp("g_, x, index", g_="rt.unbroadcast({g}[{index}], {g_})"),
+    "srctrans.runtime.snapshot": vjp("v", v="{g}"),
+    # --- reductions' adjoints: g, and x where the adjoint depends on its values -------------
+    # max/min: x and ans only choose the positions, a piecewise constant choice
+    "srctrans.runtime.extremum_grad": vjp(
+        "g_, x, ans_, axis=None, keepdims=False",
+        g_=_g_of_reduction("extremum_grad", "{x}, {ans_}, {axis}, {keepdims}"),
+    ),
+    "srctrans.runtime.prod_grad": vjp(
+        "g_, x, ans_, axis=None, keepdims=False",
+        g_=_g_of_reduction("prod_grad", "{x}, {ans_}, {axis}, {keepdims}"),
+        x="rt.prod_grad_grad({g}, {g_}, {x}, {axis}, {keepdims})",
+    ),
+    # 2 g (x - mean(x)) / (n - ddof): x is centered, and centering is its own transpose
+    "srctrans.runtime.var_grad": vjp(
+        "g_, x, axis=None, ddof=0, keepdims=False",
+        g_=_g_of_reduction("var_grad", "{x}, {axis}, {ddof}, {keepdims}"),
+        x="rt.var_grad(rt.ones_like({g_}), {g} * rt.sum_grad({g_}, {x}, {axis}, {keepdims}), {axis}, {ddof}, {keepdims})",
+    ),
+    # var_grad(g / (2 ans), x): the result is proportional to 1 / ans
+    "srctrans.runtime.std_grad": vjp(
+        "g_, x, ans_, axis=None, ddof=0, keepdims=False",
+        g_=_g_of_reduction("std_grad", "{x}, {ans_}, {axis}, {ddof}, {keepdims}"),
+        x="rt.var_grad(rt.ones_like({g_}), {g} * rt.sum_grad({g_} / (2.0 * {ans_}), {x}, {axis}, {keepdims}), "
+        "{axis}, {ddof}, {keepdims})",
+        ans_="-rt.sum_to({g} * {ans}, {ans_}, {axis}, {keepdims}) / {ans_}",
+    ),
+    # --- products: bilinear in g and the other operand; x (dot_grad_x) and y (dot_grad_y) give shapes
+    # <u, dot_grad_x(g, x, y)> = <g, dot(u, y)>; <u, dot_grad_y(g, x, y)> = <g, dot(x, u)>
+    "srctrans.runtime.dot_grad_x": vjp(
+        "g_, x, y", g_="rt.unbroadcast(rt.dot({g}, {y}), {g_})", y="rt.dot_grad_y({g_}, {g}, {y})"
+    ),
+    "srctrans.runtime.dot_grad_y": vjp(
+        "g_, x, y", g_="rt.unbroadcast(rt.dot({x}, {g}), {g_})", x="rt.dot_grad_x({g_}, {x}, {g})"
+    ),
+    "srctrans.runtime.dot": vjp("x, y", x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
+    "srctrans.runtime.matmul": vjp("x1, x2", x1="rt.dot_grad_x({g}, {x1}, {x2})", x2="rt.dot_grad_y({g}, {x1}, {x2})"),
+    # --- elementwise partials --------------------------------------------------------------
+    # a * log(b), 0 where a is 0. Where b is 0 the partials would be infinite while the value
+    # is 0 (a = 0) or infinite (a != 0): b + (b == 0) keeps x ** y's second derivatives at x = 0 finite
+    "srctrans.runtime.xlogy": vjp(
+        "a, b",
+        a="rt.unbroadcast({g} * np.log({b} + ({b} == 0)), {a})",
+        b="rt.unbroadcast({g} * {a} / ({b} + ({b} == 0)), {b})",
+    ),
+    "srctrans.runtime.sinc_grad": elementwise("rt.sinc_grad2({x})"),
+    "srctrans.runtime.digamma": elementwise("rt.trigamma({x})"),
+    # --- adjoints of shape and linear-algebra functions ----------------------------------------
+    # rearranging elements: linear in g, the adjoint is the forward function (x gives shapes)
+    "srctrans.runtime.cumsum_grad": vjp("g_, x, axis=None", g_="rt.unbroadcast(np.cumsum({g}, {axis}), {g_})"),
+    "srctrans.runtime.diagonal_grad": vjp(
+        "g_, x, offset=0, axis1=0, axis2=1", g_="rt.unbroadcast(np.diagonal({g}, {offset}, {axis1}, {axis2}), {g_})"
+    ),
+    "srctrans.runtime.moveaxis_grad": vjp(
+        "g_, x, source, destination", g_="rt.moveaxis_grad({g}, {g_}, {destination}, {source})"
+    ),
+    "srctrans.runtime.flip_grad": vjp("g_, x, axis=None", g_="rt.flip_grad({g}, {g_}, {axis})"),
+    "srctrans.runtime.roll_grad": vjp("g_, x, shift, axis=None", g_="rt.roll_grad({g}, {g_}, np.negative({shift}), {axis})"),
+    "srctrans.runtime.tile_grad": vjp("g_, x, reps", g_="rt.unbroadcast(np.tile({g}, {reps}), {g_})"),
+    "srctrans.runtime.repeat_grad": vjp(
+        "g_, x, repeats, axis=None", g_="rt.unbroadcast(np.repeat({g}, {repeats}, {axis}), {g_})"
+    ),
+    "srctrans.runtime.pad_grad": vjp('g_, x, pad_width, mode="constant"', g_="rt.unbroadcast(np.pad({g}, {pad_width}), {g_})"),
+    # x only orders the elements (piecewise constant): g's adjoint is u gathered in sorted order
+    "srctrans.runtime.sort_grad": vjp(
+        "g_, x, axis=-1",
+        g_="rt.unbroadcast(rt.take_sorted({g}, {x}, {axis}), {g_})",
+    ),
+    "srctrans.runtime.take_sorted": vjp("u, x, axis=-1", u="rt.sort_grad({g}, {x}, {axis})"),
+    "srctrans.runtime.take_grad": vjp(
+        "g_, x, indices, axis=None", g_="rt.unbroadcast(np.take({g}, {indices}, {axis}), {g_})"
+    ),
+    "srctrans.runtime.take_along_axis_grad": vjp(
+        "g_, x, indices, axis=-1", g_="rt.unbroadcast(np.take_along_axis({g}, {indices}, {axis}), {g_})"
+    ),
+    # bilinear, as dot_grad_x/y: <u, inner_grad_x(g, x, y)> = <g, inner(u, y)> ...
+    "srctrans.runtime.inner_grad_x": vjp(
+        "g_, x, y", g_="rt.unbroadcast(np.inner({g}, {y}), {g_})", y="rt.inner_grad_y({g_}, {g}, {y})"
+    ),
+    "srctrans.runtime.inner_grad_y": vjp(
+        "g_, x, y", g_="rt.unbroadcast(np.inner({x}, {g}), {g_})", x="rt.inner_grad_x({g_}, {x}, {g})"
+    ),
+    "srctrans.runtime.tensordot_grad_x": vjp(
+        "g_, x, y, axes=2",
+        g_="rt.unbroadcast(np.tensordot({g}, {y}, {axes}), {g_})",
+        y="rt.tensordot_grad_y({g_}, {g}, {y}, {axes})",
+    ),
+    "srctrans.runtime.tensordot_grad_y": vjp(
+        "g_, x, y, axes=2",
+        g_="rt.unbroadcast(np.tensordot({x}, {g}, {axes}), {g_})",
+        x="rt.tensordot_grad_x({g_}, {x}, {g}, {axes})",
+    ),
+    # solve(a.T, g): its adjoint in g is solve(a, u); in a, -solve(a.T, g) solve(a, u).T, which
+    # is solve_grad_a with solve(a, u) in the place of the answer
+    "srctrans.runtime.solve_grad_b": vjp(
+        "g_, a, b",
+        g_="rt.unbroadcast(np.linalg.solve({a}, {g}), {g_})",
+        a="rt.solve_grad_a({g_}, {a}, {b}, np.linalg.solve({a}, {g}))",
+    ),
+    # g x / norm (0 where the norm is 0): linear in x for a fixed norm, proportional to 1 / norm
+    "srctrans.runtime.norm_grad": vjp(
+        "g_, x, ans_, ord=None, axis=None, keepdims=False",
+        g_=_g_of_reduction("norm_grad", "{x}, {ans_}, {ord}, {axis}, {keepdims}"),
+        x="rt.norm_grad({g_}, {g}, {ans_}, {ord}, {axis}, {keepdims})",
+        ans_="-rt.sum_to(rt.norm_grad({g_}, {g} * {x}, {ans_} * {ans_}, {ord}, {axis}, {keepdims}), {ans_}, {axis}, {keepdims})",
+    ),
+    # g exp(x - ans): its partials in x and in ans are the result itself, with opposite signs
+    "srctrans.runtime.logsumexp_grad": vjp(
+        "g_, x, ans_, axis=None, keepdims=False, b=None",
+        g_=_g_of_reduction("logsumexp_grad", "{x}, {ans_}, {axis}, {keepdims}, {b}"),
+        x="{g} * {ans}",
+        ans_="-rt.sum_to({g} * {ans}, {ans_}, {axis}, {keepdims})",
+    ),
+})
+DERIVATIVES.update(RUNTIME_DERIVATIVES)  # when this module was imported first

@@ -13,6 +13,8 @@ float64; for a scalar ``x`` a Python float. The plain-NumPy helpers must agree.
 
 from __future__ import annotations
 
+import os
+
 import numba
 import numpy as np
 import pytest
@@ -592,3 +594,588 @@ def test_diag_grad_matches_python():
     for x, k in [(rng.standard_normal(3), 0), (rng.standard_normal(3), 1), (rng.standard_normal((3, 4)), 1), (rng.standard_normal((4, 3)), -1)]:
         g = rng.standard_normal(np.diag(x, k).shape)
         np.testing.assert_allclose(run(g, x, k), rt.diag_grad(g, x, k))
+
+
+# --- rules for the helpers themselves (second order) -----------------------------------------------
+
+
+@jit
+def j_ones_like(x):
+    return rt.ones_like(x)
+
+
+@jit
+def j_sum_to(h, g, axis):
+    return rt.sum_to(h, g, axis, False)
+
+
+@jit
+def j_dot(x, y):
+    return rt.dot(x, y)
+
+
+@jit
+def j_transpose(x, axes):
+    return rt.transpose(x, axes)
+
+
+@jit
+def j_transpose_reversed(x):
+    return rt.transpose(x, None), rt.transpose(x, ())
+
+
+@jit
+def j_prod_grad_grad(u, g, x, axis, keepdims):
+    return rt.prod_grad_grad(u, g, x, axis, keepdims)
+
+
+@jit
+def j_sinc_grad2(x):
+    return rt.sinc_grad2(x)
+
+
+@jit
+def j_trigamma(x):
+    return rt.trigamma(x)
+
+
+def _adjoint_typed(got, like):
+    """``got`` has the adjoint type of ``like``: a float for a number, else a C array of its shape."""
+    if np.ndim(like) == 0 and not isinstance(like, np.ndarray):
+        assert type(got) is float, type(got)
+    else:
+        assert got.shape == np.shape(like) and got.flags.c_contiguous and got.dtype == grad_dtype(np.asarray(like))
+
+
+def test_ones_like_and_sum_to():
+    for x in (make((3, 4), F32), make((2,), I64), 2.5):
+        got = j_ones_like(x)
+        close(got, rt.ones_like(x))
+        _adjoint_typed(got, x)
+    h = make((3, 4))
+    for g, axis in ((make((3,)), 1), (make((4,)), -2), (make((1, 1)), None), (make((3, 1)), 1), (1.5, None), (make((1,)), (0, 1))):
+        got = j_sum_to(h, g, axis)
+        close(got, rt.sum_to(h, g, axis))
+        _adjoint_typed(got, g)
+    h3 = make((2, 3, 4), F32)
+    close(j_sum_to(h3, make((3,)), (0, 2)), rt.sum_to(h3, make((3,)), (0, 2)), rtol=1e-5)
+    assert j_sum_to(2.5, 1.0, None) == 2.5
+
+
+def test_dot():
+    cases = [
+        (make((3, 4)), make((4, 2))),
+        (make((3, 4)), make((4,))),
+        (make((4,)), make((4, 2))),
+        (make((4,)), make((4,))),
+        (make((2, 3, 4)), make((4, 2))),
+        (2.0, make((3,))),
+        (make((3, 4), I64), make((4,))),
+    ]
+    for x, y in cases:
+        close(j_dot(x, y), rt.dot(x, y))
+    with pytest.raises(TypingError):
+        j_dot(make((4,)), make((2, 4, 3)))
+
+
+def test_transpose():
+    x = make((2, 3, 4))
+    for axes in ((1, 2, 0), (2, 0, 1), (-1, 0, 1), (0, 1, 2)):
+        got = j_transpose(x, axes)
+        close(got, rt.transpose(x, axes))
+        assert got.flags.c_contiguous
+        close(rt.transpose_grad(got, axes), x)  # transpose and transpose_grad undo each other
+    a, b = j_transpose_reversed(x)
+    close(a, rt.transpose(x, None))
+    close(b, rt.transpose(x, ()))
+    with pytest.raises(ValueError):
+        j_transpose(x, (0, 0, 1))
+
+
+def _prod_hessian_vector(u, x):
+    """sum over i != k of u_i * prod(x_j, j != i, k), for 1-D x, by brute force."""
+    n = x.size
+    return np.array([sum(u[i] * np.prod(np.delete(x, [i, k])) for i in range(n) if i != k) for k in range(n)])
+
+
+def test_prod_grad_grad():
+    # columns with no, one, two and three zeros
+    x = np.abs(make((3, 4))) + 0.5
+    x *= np.array([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]])
+    u, g = make((3, 4), seed=1), make((4,), seed=2)
+    want = np.stack([g[c] * _prod_hessian_vector(u[:, c], x[:, c]) for c in range(4)], axis=1)
+    close(rt.prod_grad_grad(u, g, x, 0, False), want)
+    got = j_prod_grad_grad(u, g, x, 0, False)
+    close(got, want)
+    _adjoint_typed(got, x)
+    close(j_prod_grad_grad(u.T.copy(), g[:, None], x.T.copy(), 1, True), want.T)
+    close(j_prod_grad_grad(u, 2.0, x, None, False), rt.prod_grad_grad(u, 2.0, x, None, False))
+    close(j_prod_grad_grad(u, g, x, (0,), False), want)
+    assert j_prod_grad_grad(1.0, 2.0, 3.0, None, False) == 0.0 == rt.prod_grad_grad(1.0, 2.0, 3.0)
+
+
+def test_sinc_grad2():
+    x = np.array([0.0, 1e-9, -2e-3, 3.1e-3, 0.5, -1.0, 2.25, -3.7])
+    got = j_sinc_grad2(x)
+    close(got, rt.sinc_grad2(x))
+    close(j_sinc_grad2(x.reshape(2, 4).T), rt.sinc_grad2(x.reshape(2, 4).T))
+    for v in (0.0, 0.3, -2.0):
+        close(j_sinc_grad2(v), rt.sinc_grad2(v))
+    # the derivative of sinc_grad, away from 0 (where sinc_grad's closed form cancels)
+    y = np.array([0.4, -1.3, 2.7])
+    np.testing.assert_allclose(rt.sinc_grad2(y), (rt.sinc_grad(y + 1e-6) - rt.sinc_grad(y - 1e-6)) / 2e-6, rtol=1e-7)
+
+
+def test_trigamma():
+    pytest.importorskip("scipy")
+    special = [1e-8, 1e-300, 1e5, 1e12, 0.0, -0.0, -1.0, -3.0, -2.5, np.inf, -np.inf, np.nan]
+    x = np.concatenate([np.linspace(-7.9, 30.0, 157), special])
+    with np.errstate(all="ignore"):
+        want = rt.trigamma(x)
+    got = j_trigamma(x)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13, equal_nan=True)
+    assert j_trigamma(x.astype(F32)).dtype == rt.trigamma(x.astype(F32)).dtype
+    close(j_trigamma(2.5), rt.trigamma(2.5))
+    close(j_trigamma(3), rt.trigamma(3))
+    # the derivative of digamma
+    y = np.array([0.3, 1.7, 12.0, -0.4])
+    np.testing.assert_allclose(rt.trigamma(y), (rt.digamma(y + 1e-6) - rt.digamma(y - 1e-6)) / 2e-6, rtol=1e-7)
+
+
+@jit
+def j_take_sorted(u, x, axis):
+    return rt.take_sorted(u, x, axis)
+
+
+def test_take_sorted():
+    x = make((3, 4))
+    x[1, 2] = x[1, 0]  # a tie: both orders keep it stable
+    u = make((3, 4), seed=1)
+    for axis in (0, 1, -1, None):
+        got = j_take_sorted(u, x, axis)
+        close(got, rt.take_sorted(u, x, axis))
+        close(rt.sort_grad(got, x, axis), u)  # sort_grad puts them back
+    close(j_take_sorted(u[0], x[0], 0), rt.take_sorted(u[0], x[0], 0))
+
+
+def _rule_function(key, params, values):
+    """A function returning the vjp templates of rule ``key``, filled as reverse mode fills them."""
+    from srctrans.rules.derivatives import DERIVATIVES
+
+    rule = DERIVATIVES[key]
+    fill = dict(values)
+    fill.update(g="cot", ans="ans")
+    exprs = []
+    for template in rule.templates.values():
+        for name, text in fill.items():
+            template = template.replace("{" + name + "}", text)
+        exprs.append(template)
+    source = f"def f({', '.join(params)}):\n    return ({', '.join(exprs)},)\n"
+    scope = {"np": np, "rt": rt}
+    exec(source, scope)
+    return scope["f"]
+
+
+@pytest.mark.slow
+def test_rule_templates_compile_and_agree():
+    """The templates of the second-order rules, compiled, against the same code in plain Python."""
+    import numba
+
+    import numba_backend.overloads  # noqa: F401  (np.tile, np.inner, np.tensordot in templates)
+    from srctrans.rules.derivatives import DERIVATIVES
+
+    x, xz = make((3, 4)), np.abs(make((3, 4))) + 0.5
+    xz[0, 1] = xz[1, 2] = xz[2, 2] = 0.0
+    std1 = np.std(x, axis=1)
+    cases = [
+        # key, names bound to arguments, text of the other parameters, arguments (the incoming
+        # adjoint, then the names)
+        ("srctrans.runtime.unbroadcast", ["g_", "x"], {}, (make((4,)), make((3, 4)), x[0])),
+        ("srctrans.runtime.sum_grad", ["g_", "x"], {"axis": "1", "keepdims": "False"}, (x, make((3,)), x)),
+        ("srctrans.runtime.mean_grad", ["g_", "x"], {"axis": "None", "keepdims": "False"}, (x, 1.5, x)),
+        ("srctrans.runtime.extremum_grad", ["g_", "x", "ans_"], {"axis": "1", "keepdims": "False"}, (x, make((3,)), x, np.max(x, axis=1))),
+        ("srctrans.runtime.prod_grad", ["g_", "x", "ans_"], {"axis": "0", "keepdims": "False"}, (x, make((4,)), xz, np.prod(xz, axis=0))),
+        ("srctrans.runtime.var_grad", ["g_", "x"], {"axis": "None", "ddof": "1", "keepdims": "False"}, (x, 0.7, x)),
+        ("srctrans.runtime.std_grad", ["g_", "x", "ans_"], {"axis": "1", "ddof": "0", "keepdims": "False"}, (x, make((3,)), x, std1)),
+        ("srctrans.runtime.dot_grad_x", ["g_", "x", "y"], {}, (x, make((3, 2)), x, make((4, 2)))),
+        ("srctrans.runtime.dot_grad_y", ["g_", "x", "y"], {}, (make((4,)), make((3,)), x, make((4,)))),
+        ("srctrans.runtime.transpose_grad", ["g_"], {"axes": "(1, 2, 0)"}, (make((4, 2, 3)), make((2, 3, 4)))),
+        ("srctrans.runtime.diag_grad", ["g_", "x"], {"k": "1"}, (make((4,)), make((5, 5)), make((4,)))),
+        ("srctrans.runtime.getitem_grad", ["g_", "x"], {"index": "(slice(1, None, None), 0)"}, (x, make((2,)), x)),
+        ("srctrans.runtime.sum_to", ["h", "g_"], {"axis": "1", "keepdims": "False"}, (make((3,)), x, make((3,)))),
+        ("srctrans.runtime.xlogy", ["a", "b"], {}, (x, xz, np.abs(x) * (xz != 0))),
+        ("srctrans.runtime.sinc_grad", ["x"], {}, (x, x)),
+        ("srctrans.runtime.digamma", ["x"], {}, (x, xz + 0.5)),
+        # the adjoints of shape and linear-algebra functions
+        ("srctrans.runtime.cumsum_grad", ["g_", "x"], {"axis": "0"}, (x, make((3, 4)), x)),
+        ("srctrans.runtime.roll_grad", ["g_", "x"], {"shift": "-1", "axis": "1"}, (x, make((3, 4)), x)),
+        ("srctrans.runtime.tile_grad", ["g_", "x"], {"reps": "(2, 1)"}, (x, make((6, 4)), x)),
+        ("srctrans.runtime.sort_grad", ["g_", "x"], {"axis": "0"}, (x, make((3, 4)), x)),
+        ("srctrans.runtime.take_sorted", ["u", "x"], {"axis": "None"}, (make((12,)), make((3, 4)), x)),
+        ("srctrans.runtime.take_along_axis_grad", ["g_", "x"], {"indices": "np.array([[3, 0], [1, 1], [0, 2]])", "axis": "1"}, (x, make((3, 2)), x)),
+        ("srctrans.runtime.inner_grad_x", ["g_", "x", "y"], {}, (x, make((3, 2)), x, make((2, 4)))),
+        ("srctrans.runtime.tensordot_grad_y", ["g_", "x", "y"], {"axes": "1"}, (make((4, 2)), make((3, 2)), x, make((4, 2)))),
+        ("srctrans.runtime.solve_grad_b", ["g_", "a", "b"], {}, (make((3,)), make((3,)), make((3, 3)) + 3.0 * np.eye(3), make((3,)))),
+        ("srctrans.runtime.norm_grad", ["g_", "x", "ans_"], {"ord": "None", "axis": "1", "keepdims": "False"}, (x, make((3,)), x, np.linalg.norm(x, axis=1))),
+        ("srctrans.runtime.logsumexp_grad", ["g_", "x", "ans_"], {"axis": "0", "keepdims": "False", "b": "None"}, (x, make((4,)), x, make((4,)))),
+    ]
+    for key, names, texts, args in cases:
+        cot, *rest = args
+        ans = _result_of(getattr(rt, key.rsplit(".", 1)[1]), dict(zip(names, rest)), texts)
+        f = _rule_function(key, ["cot", *names, "ans"], {**{n: n for n in names}, **texts})
+        want = f(cot, *rest, ans)
+        got = numba.njit(error_model="numpy")(f)(cot, *rest, ans)
+        for param, a, b in zip(DERIVATIVES[key].templates, got, want):
+            close(a, b)
+            _adjoint_typed(a, dict(zip(names, rest))[param])  # the adjoint type of its parameter
+
+
+def _result_of(fn, call, texts):
+    """The helper's own result (``{ans}``) for the arguments of a case."""
+    import inspect
+
+    args = []
+    for p in inspect.signature(fn).parameters:
+        name = {"g": "g_", "ans": "ans_"}.get(p, p)
+        if name in call:
+            args.append(call[name])
+        elif p in texts:
+            args.append(eval(texts[p]))
+        else:
+            break
+    return fn(*args)
+
+
+# --- rules for shape and linear-algebra functions ----------------------------------------------
+# Shapes and argument types are those the jit(grad(f)) checks below produce, so that those
+# reuse these compiles: 2-D float64 operands, int axes, C-contiguous adjoints.
+
+
+@jit
+def j_inner_grads(g, x, y):
+    return rt.inner_grad_x(g, x, y), rt.inner_grad_y(g, x, y)
+
+
+@jit
+def j_tensordot_grads(g, x, y, axes):
+    return rt.tensordot_grad_x(g, x, y, axes), rt.tensordot_grad_y(g, x, y, axes)
+
+
+@jit
+def j_einsum_grads(g, x, y):
+    # literal subscripts and operand numbers, as generated code passes them
+    return rt.einsum_grad(g, "ij,kj->ik", 0, x, y, None), rt.einsum_grad(g, "ij,kj->ik", 1, x, y, None)
+
+
+@jit
+def j_einsum_repeated(g, x, y, z):
+    return rt.einsum_grad(g, "iij,j,k->ik", 0, x, y, z), rt.einsum_grad(g, "iij,j,k->ik", 2, x, y, z)
+
+
+@jit
+def j_along_axis(g, x, ans, axis):
+    return (
+        rt.cumsum_grad(g, x, axis),
+        rt.cumprod_grad(g, x, ans, axis),
+        rt.sort_grad(g, x, axis),
+        rt.flip_grad(g, x, axis),
+        rt.roll_grad(g, x, -2, axis),
+    )
+
+
+@jit
+def j_along_flat(g, x, ans):
+    # axis=None: cumsum, cumprod and sort flatten, flip and roll keep the shape
+    gf = g.ravel()
+    return (
+        rt.cumsum_grad(gf, x, None),
+        rt.cumprod_grad(gf, x, ans, None),
+        rt.sort_grad(gf, x, None),
+        rt.flip_grad(g, x, None),
+        rt.roll_grad(g, x, 5, None),
+    )
+
+
+@jit
+def j_norm_logsumexp(g, x, norm, lse, axis, keepdims):
+    return rt.norm_grad(g, x, norm, None, axis, keepdims), rt.logsumexp_grad(g, x, lse, axis, keepdims, None)
+
+
+@jit
+def j_diagonal_grad(g, x, offset, axis1, axis2):
+    return rt.diagonal_grad(g, x, offset, axis1, axis2)
+
+
+@jit
+def j_copies(g_tile, g_repeat, g_pad, x, reps, repeats, axis):
+    # tile, repeat and pad: the copies of x in g summed, or the part of g over x
+    return rt.tile_grad(g_tile, x, reps), rt.repeat_grad(g_repeat, x, repeats, axis), rt.pad_grad(g_pad, x, ((1, 0), (0, 2)), "constant")
+
+
+@jit
+def j_take_grads(g, x, indices, axis):
+    return rt.take_grad(g, x, indices, axis)
+
+
+@jit
+def j_take_along_axis_grad(g, x, indices, axis):
+    return rt.take_along_axis_grad(g, x, indices, axis)
+
+
+@jit
+def j_solve_grads(g, a, b, ans):
+    return rt.solve_grad_a(g, a, b, ans), rt.solve_grad_b(g, a, b)
+
+
+@jit
+def j_cholesky_grad(g, x, ans):
+    return rt.cholesky_grad(g, x, ans)
+
+
+@jit
+def j_sequence_grads(g_cat, g_stack, g_h, g_v, a, b):
+    return (
+        rt.concatenate_grad(g_cat, (a, b), 1),
+        rt.stack_grad(g_stack, (a, a), -1),
+        rt.hstack_grad(g_h, (a, b)),
+        rt.vstack_grad(g_v, (a, a[0])),
+    )
+
+
+@jit
+def j_sequence_grads_of_lists(g_cat, g_stack, a, b):
+    return rt.concatenate_grad(g_cat, [a, b], None), rt.stack_grad(g_stack, [a, b], 0)
+
+
+def check_all(got, want, xs):
+    assert len(got) == len(want) == len(xs)
+    for r, w, x in zip(got, want, xs):
+        check_adjoint(r, w, x)
+
+
+def test_inner_tensordot_einsum_grads():
+    x, y = make((3, 4)), make((2, 4), seed=1)
+    g = make((3, 2), seed=2)
+    check_all(j_inner_grads(g, x, y), (rt.inner_grad_x(g, x, y), rt.inner_grad_y(g, x, y)), (x, y))
+    check_all(j_einsum_grads(g, x, y), (rt.einsum_grad(g, "ij,kj->ik", 0, x, y), rt.einsum_grad(g, "ij,kj->ik", 1, x, y)), (x, y))
+    v, w = make((4,), seed=1), make((4,), seed=2)
+    check_all(j_inner_grads(1.5, v, w), (rt.inner_grad_x(1.5, v, w), rt.inner_grad_y(1.5, v, w)), (v, w))
+    yt = np.ascontiguousarray(y.T)
+    for axes, yy in ((1, yt), (((1,), (0,)), yt), (((0,), (1,)), make((2, 3), seed=1))):
+        gg = make(np.tensordot(x, yy, axes).shape, seed=3)
+        want = (rt.tensordot_grad_x(gg, x, yy, axes), rt.tensordot_grad_y(gg, x, yy, axes))
+        check_all(j_tensordot_grads(gg, x, yy, axes), want, (x, yy))
+    with pytest.raises(ValueError, match="tensordot"):
+        j_tensordot_grads(g, x, yt, 3)
+    x3, z = make((3, 3, 4)), make((2,), seed=1)
+    g2 = make((3, 2), seed=2)
+    want = (rt.einsum_grad(g2, "iij,j,k->ik", 0, x3, v, z), rt.einsum_grad(g2, "iij,j,k->ik", 2, x3, v, z))
+    check_all(j_einsum_repeated(g2, x3, v, z), want, (x3, z))
+
+
+def test_grads_along_an_axis():
+    x = make((3, 5))
+    x[0, 2] = x[1, 1] = x[1, 3] = 0.0  # cumprod through zeros: one and two in a row
+    g = make((3, 5), seed=1)
+    for axis in (0, 1, -1):
+        ans = np.cumprod(x, axis)
+        want = (rt.cumsum_grad(g, x, axis), rt.cumprod_grad(g, x, ans, axis), rt.sort_grad(g, x, axis), rt.flip_grad(g, x, axis), rt.roll_grad(g, x, -2, axis))
+        check_all(j_along_axis(g, x, ans, axis), want, (x,) * 5)
+    ans = np.cumprod(x)
+    want = (rt.cumsum_grad(g.ravel(), x), rt.cumprod_grad(g.ravel(), x, ans), rt.sort_grad(g.ravel(), x, None), rt.flip_grad(g, x), rt.roll_grad(g, x, 5))
+    check_all(j_along_flat(g, x, ans), want, (x,) * 5)
+
+
+def test_norm_and_logsumexp_grads():
+    from scipy import special
+
+    x = make((3, 4))
+    for axis, keepdims in ((None, False), (1, False), (0, True), (-1, True)):
+        norm, lse = np.linalg.norm(x, axis=axis, keepdims=keepdims), special.logsumexp(x, axis=axis, keepdims=keepdims)
+        g = make(np.shape(norm), seed=1)
+        if np.ndim(norm) == 0:
+            g, norm, lse = float(g), float(norm), float(lse)
+        want = (rt.norm_grad(g, x, norm, None, axis, keepdims), rt.logsumexp_grad(g, x, lse, axis, keepdims))
+        check_all(j_norm_logsumexp(g, x, norm, lse, axis, keepdims), want, (x, x))
+    xz = x.copy()
+    xz[1] = 0.0  # a zero row: its norm is 0, and so is the adjoint
+    norm = np.linalg.norm(xz, axis=1)
+    close(j_norm_logsumexp(np.ones(3), xz, norm, norm, 1, False)[0][1], np.zeros(4))
+    with pytest.raises(TypingError, match="ord"):
+        numba.njit(lambda g, x, n: rt.norm_grad(g, x, n, 2, None, False))(1.0, x, 1.0)
+
+
+@jit
+def j_moveaxis_grad(g, x, source, destination):
+    return rt.moveaxis_grad(g, x, source, destination)
+
+
+def test_moveaxis_grad():
+    x = make((2, 3, 4))
+    for source, destination in (((2, 0), (0, 1)), ((0, 1), (2, 0)), ((-1, 0), (0, 2))):
+        g = make(np.moveaxis(x, source, destination).shape, seed=1)
+        check_adjoint(j_moveaxis_grad(g, x, source, destination), rt.moveaxis_grad(g, x, source, destination), x)
+    g = make((3, 2, 4), seed=1)
+    check_adjoint(numba.njit(lambda g, x: rt.moveaxis_grad(g, x, 0, 1))(g, x), rt.moveaxis_grad(g, x, 0, 1), x)
+    with pytest.raises(ValueError, match="repeated"):
+        j_moveaxis_grad(g, x, (0, 0), (1, 2))
+
+
+def test_diagonal_grad():
+    x = make((2, 3, 4))
+    for offset, axis1, axis2 in ((0, 0, 1), (1, 2, 0), (-1, 1, 2), (5, 1, 2)):
+        g = make(np.diagonal(x, offset, axis1, axis2).shape, seed=1)
+        check_adjoint(j_diagonal_grad(g, x, offset, axis1, axis2), rt.diagonal_grad(g, x, offset, axis1, axis2), x)
+
+
+def test_tile_repeat_pad_grads():
+    x = make((3, 4))
+    repeats = np.array([1, 0, 3, 2])
+    g_tile, g_repeat, g_pad = make((2, 3, 12), seed=1), make((3, 6), seed=2), make((4, 6), seed=3)
+    want = (rt.tile_grad(g_tile, x, (2, 1, 3)), rt.repeat_grad(g_repeat, x, repeats, 1), rt.pad_grad(g_pad, x, ((1, 0), (0, 2))))
+    check_all(j_copies(g_tile, g_repeat, g_pad, x, (2, 1, 3), repeats, 1), want, (x,) * 3)
+    g_repeat = make((3, 4), seed=2)
+    want = (rt.tile_grad(g_tile, x, (2, 1, 3)), rt.repeat_grad(g_repeat, x, np.array([1, 2, 0]), 0), want[2])
+    check_all(j_copies(g_tile, g_repeat, g_pad, x, (2, 1, 3), np.array([1, 2, 0]), 0), want, (x,) * 3)
+    with pytest.raises(TypingError, match="constant"):
+        numba.njit(lambda g, x: rt.pad_grad(g, x, 1, "reflect"))(make((5, 6)), x)
+
+
+def test_take_grads():
+    x = make((3, 4))
+    index = np.array([[0, 2], [2, -1]])  # repeated and negative indices
+    for axis in (0, 1, -1):
+        g = make(np.take(x, index, axis=axis).shape, seed=1)
+        check_adjoint(j_take_grads(g, x, index, axis), rt.take_grad(g, x, index, axis), x)
+    g = make((3, 4), seed=1)
+    along = np.array([[0, 0, 3, 3], [1, 2, 2, 0], [3, 3, 3, -1]])
+    check_adjoint(j_take_along_axis_grad(g, x, along, 1), rt.take_along_axis_grad(g, x, along, 1), x)
+    rows = np.array([[0, 2, 1, 1]])
+    check_adjoint(j_take_along_axis_grad(g[:1], x, rows, 0), rt.take_along_axis_grad(g[:1], x, rows, 0), x)
+    with pytest.raises(IndexError):
+        j_take_grads(make((3, 1)), x, np.array([4]), 1)
+
+
+def test_solve_and_cholesky_grads():
+    a = make((3, 3)) + 3.0 * np.eye(3)
+    for b in (make((3,), seed=1), make((3, 2), seed=1)):
+        ans = np.linalg.solve(a, b)
+        g = make(ans.shape, seed=2)
+        check_all(j_solve_grads(g, a, b, ans), (rt.solve_grad_a(g, a, b, ans), rt.solve_grad_b(g, a, b)), (a, b))
+    s = a @ a.T
+    ans, g = np.linalg.cholesky(s), make((3, 3), seed=2)
+    check_adjoint(j_cholesky_grad(g, s, ans), rt.cholesky_grad(g, s, ans), s)
+
+
+def test_sequence_grads():
+    a, b = make((3, 4)), make((3, 2), seed=1)
+    g_cat, g_stack, g_h, g_v = make((3, 6), seed=2), make((3, 4, 2), seed=3), make((3, 6), seed=4), make((4, 4), seed=5)
+    got = j_sequence_grads(g_cat, g_stack, g_h, g_v, a, b)
+    want = (
+        rt.concatenate_grad(g_cat, (a, b), 1),
+        rt.stack_grad(g_stack, (a, a), -1),
+        rt.hstack_grad(g_h, (a, b)),
+        rt.vstack_grad(g_v, (a, a[0])),
+    )
+    for r, w, xs in zip(got, want, ((a, b), (a, a), (a, b), (a, a[0]))):
+        assert isinstance(r, tuple) and isinstance(w, tuple)
+        check_all(r, w, xs)
+    c = make((3, 4), seed=1)
+    got = j_sequence_grads_of_lists(make((24,), seed=2), make((2, 3, 4), seed=3), a, c)
+    want = (rt.concatenate_grad(make((24,), seed=2), [a, c], None), rt.stack_grad(make((2, 3, 4), seed=3), [a, c], 0))
+    for r, w in zip(got, want):
+        check_all(list(r), w, (a, c))  # a list of adjoints for a list of arrays
+    with pytest.raises(ValueError, match="fit"):
+        j_sequence_grads(make((3, 7)), g_stack, g_h, g_v, a, b)
+
+
+# srctrans.jit(srctrans.grad(f)) for a function using each rule whose forward op compiles
+
+
+def uses_inner(x, y):
+    return np.sum(np.inner(x, y) ** 2)
+
+
+def uses_tensordot(x, y):
+    return np.sum(np.tensordot(x, np.transpose(y), axes=1) ** 2)
+
+
+def uses_einsum(x, y):
+    return np.sum(np.einsum("ij,kj->ik", x, y) ** 2)
+
+
+def uses_cumsum_cumprod(x):
+    return np.sum(np.cumsum(x, axis=1) ** 2) + np.sum(np.cumprod(x) * 2.0)
+
+
+def uses_norm(x):
+    return np.sum(np.linalg.norm(x, axis=1, keepdims=True) * x)
+
+
+def uses_flip_roll(x):  # (np.moveaxis compiles, but takes Numba ~10 s: its helper is tested above)
+    return np.sum(np.flip(x) * np.roll(x, 2) * x)
+
+
+def uses_tile_repeat(x):
+    return np.sum(np.tile(x, (2, 1)) ** 2) + np.sum(np.repeat(x, 2) ** 3)
+
+
+def uses_sort_take(x, i):
+    return np.sum(np.sort(x) * np.take(x, np.array([0, 2, 2, 1]), axis=1) * np.take_along_axis(x, i, axis=1))
+
+
+def uses_solve_cholesky(a, b):
+    return np.sum(np.linalg.solve(a, b) ** 2) + np.sum(np.linalg.cholesky(a @ np.transpose(a)) ** 2)
+
+
+def uses_no_derivative(x):
+    k = np.searchsorted(np.array([-0.5, 0.0, 0.5]), x) + np.argwhere(x > 0.0).shape[0] + np.nonzero(x > 0.5)[0].shape[0]
+    e = np.eye(3, 4) + np.identity(4)[:3] + np.full((3, 4), 2.0) + np.full_like(x, 1.5)
+    return np.sum(x * x * e * k)
+
+
+def uses_sequences(x, y):
+    return np.sum(np.stack([x, y], axis=1) ** 2) + np.sum(np.concatenate([x, y]) * x[0]) + np.sum(np.hstack([x, y]) ** 2) + np.sum(np.vstack([x, y]) ** 3)
+
+
+# Each compiles for seconds. JIT_GRAD covers what the direct tests above cannot (what generated
+# code passes: literal None axes, default arguments, einsum strings, list displays); the rest
+# (whose helpers get the same argument types above) run with SRCTRANS_ALL_JIT_GRAD=1.
+_SQUARE = make((3, 3), seed=7) + 3.0 * np.eye(3)
+JIT_GRAD = [
+    (uses_einsum, (make((3, 4)), make((2, 4), seed=1))),
+    (uses_cumsum_cumprod, (make((3, 4)),)),
+    (uses_norm, (make((3, 4)),)),
+    (uses_flip_roll, (make((3, 4)),)),
+    (uses_tile_repeat, (make((3, 4)),)),
+    (uses_sort_take, (make((3, 4)), np.array([[0, 0, 3, 3], [1, 2, 2, 0], [3, 3, 3, 1]]))),
+    (uses_sequences, (make((3, 4)), make((3, 4), seed=1))),
+]
+MORE_JIT_GRAD = [
+    (uses_inner, (make((3, 4)), make((2, 4), seed=1))),
+    (uses_tensordot, (make((3, 4)), make((2, 4), seed=1))),
+    (uses_solve_cholesky, (_SQUARE, make((3, 2), seed=1))),
+    (uses_no_derivative, (make((3, 4)),)),
+]
+
+
+_ALL_JIT_GRAD = [
+    *JIT_GRAD,
+    *(
+        pytest.param(*c, marks=pytest.mark.skipif(not os.environ.get("SRCTRANS_ALL_JIT_GRAD"), reason="set SRCTRANS_ALL_JIT_GRAD=1"))
+        for c in MORE_JIT_GRAD
+    ),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fn,args", _ALL_JIT_GRAD, ids=[c[0].__name__ for c in JIT_GRAD + MORE_JIT_GRAD])
+def test_jit_of_grad_compiles(fn, args):
+    import srctrans
+
+    argnums = tuple(i for i, a in enumerate(args) if a.dtype.kind == "f")
+    want = srctrans.grad(fn, argnums=argnums)(*args)  # the generated file run as Python
+    got = srctrans.jit(srctrans.grad(fn, argnums=argnums))(*args)
+    assert len(got) == len(want) == len(argnums)
+    for r, w in zip(got, want):
+        close(r, w, rtol=1e-9)

@@ -138,6 +138,17 @@ SPECS = {
     "numpy.prod": [(lambda x: np.prod(x, axis=0), (lambda r: pos(r, 3, 4),)), (lambda x: np.prod(x), (lambda r: pos(r, 4),))],
     "numpy.var": [(lambda x: np.var(x), (lambda r: normal(r, 3, 4),)), (lambda x: np.var(x, axis=0), (lambda r: normal(r, 3, 4),))],
     "numpy.std": [(lambda x: np.std(x, axis=1), (lambda r: normal(r, 3, 4),)), (lambda x: np.std(x, ddof=1), (lambda r: normal(r, 5),))],
+    "numpy.cumsum": [(lambda x: np.cumsum(x) * 2.0, (lambda r: normal(r, 3, 4),)), (lambda x: np.cumsum(x, axis=0) * B, (lambda r: normal(r, 3, 4),))],
+    "numpy.cumprod": [
+        (lambda x: np.cumprod(x, axis=-1) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.cumprod(x), (lambda r: normal(r, 5),)),
+        (lambda x: np.cumprod(x * np.array([1.0, 0.0, 1.0, 1.0]), axis=1), (lambda r: normal(r, 3, 4),)),
+    ],
+    "scipy.special.logsumexp": [
+        (lambda x: special.logsumexp(x), (lambda r: normal(r, 3, 4),)),
+        (lambda x: special.logsumexp(x, axis=0) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: special.logsumexp(x, axis=-1, keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
+    ],
     # --- linear algebra ------------------------------------------------------------------
     "numpy.dot": [
         (lambda x, y: np.dot(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
@@ -159,6 +170,34 @@ SPECS = {
     "numpy.linalg.det": [(lambda x: np.linalg.det(x), (lambda r: normal(r, 3, 3) + 2.0 * np.eye(3),))],
     "numpy.linalg.slogdet": [(_slogdet_spec, (lambda r: normal(r, 3, 3) + 2.0 * np.eye(3),))],
     "numpy.split": [(_split_spec, (lambda r: normal(r, 3, 4),))],
+    "numpy.inner": [
+        (lambda x, y: np.inner(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 2, 4))),
+        (lambda x, y: np.inner(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4))),
+        (lambda x, y: np.inner(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 2, 3, 4))),
+    ],
+    "numpy.tensordot": [
+        (lambda x, y: np.tensordot(x, y), (lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 3, 4, 2))),
+        (lambda x, y: np.tensordot(x, y, axes=1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda x, y: np.tensordot(x, y, axes=((0, 2), (1, 0))), (lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 4, 2, 5))),
+    ],
+    "numpy.einsum": [
+        (lambda x, y: np.einsum("ij,jk->ik", x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda x: np.einsum("ii->i", x) * np.einsum("ij->j", x), (lambda r: normal(r, 3, 3),)),
+        (lambda x, y, z: np.einsum("ij,j,k", x, y, z), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4), lambda r: normal(r, 2))),
+    ],
+    "numpy.linalg.solve": [
+        (lambda a, b: np.linalg.solve(a, b), (lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3))),
+        (lambda a, b: np.linalg.solve(a, b), (lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3, 2))),
+    ],
+    "numpy.linalg.cholesky": [
+        (lambda x: np.linalg.cholesky(x @ x.T + 3.0 * np.eye(3)), (lambda r: normal(r, 3, 3),)),
+        (lambda x: np.linalg.cholesky(x), (lambda r: (lambda a: a @ a.T + 3.0 * np.eye(3))(normal(r, 3, 3)),)),
+    ],
+    "numpy.linalg.norm": [
+        (lambda x: np.linalg.norm(x), (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, axis=1) * B[:3], (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, axis=0, keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
+    ],
     # --- shape -------------------------------------------------------------------------
     "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],
     "numpy.reshape": [(lambda x: np.reshape(x, (4, 3)) * B[:3], (lambda r: normal(r, 3, 4),))],
@@ -166,10 +205,10 @@ SPECS = {
     "numpy.squeeze": [(lambda x: np.squeeze(x) * B, (lambda r: normal(r, 1, 4),))],
     "numpy.expand_dims": [(lambda x: np.expand_dims(x, 0) * x, (lambda r: normal(r, 4),))],
     "numpy.copy": [(lambda x: np.copy(x) * x, (lambda r: normal(r, 4),))],
-    "numpy.ascontiguousarray": [(lambda x: np.ascontiguousarray(np.transpose(x)) * B, (lambda r: normal(r, 4, 3),))],
     "srctrans.runtime.at_set": [(lambda x, v: rt.at_set(x, (1, slice(0, 2)), v) * x, (lambda r: normal(r, 3, 4), lambda r: normal(r, 2)))],
     "srctrans.runtime.at_add": [(lambda x, v: rt.at_add(x, np.array([0, 2, 0]), v) * x, (lambda r: normal(r, 4), lambda r: normal(r, 3)))],
     "srctrans.runtime.at_multiply": [(lambda x, v: rt.at_multiply(x, slice(1, 3), v) * x, (lambda r: normal(r, 4), lambda r: normal(r, 2)))],
+    "numpy.ascontiguousarray": [(lambda x: np.ascontiguousarray(np.transpose(x)) * B, (lambda r: normal(r, 4, 3),))],
     "numpy.diag": [
         (lambda x: np.diag(x) * B, (lambda r: normal(r, 4),)),
         (lambda x: np.diag(x) ** 2, (lambda r: normal(r, 3, 3),)),
@@ -182,6 +221,39 @@ SPECS = {
     "numpy.atleast_1d": [(lambda x: np.atleast_1d(x) * 2.0, (lambda r: float(normal(r)),))],
     "numpy.atleast_2d": [(lambda x: np.atleast_2d(x) * B, (lambda r: normal(r, 4),))],
     "numpy.where": [(lambda x, y: np.where(x > 0.0, x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4)))],
+    "numpy.diagonal": [
+        (lambda x: np.diagonal(x) * 2.0, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.diagonal(x, 1, 2, 0) ** 2, (lambda r: normal(r, 2, 3, 4),)),
+    ],
+    "numpy.moveaxis": [(lambda x: np.moveaxis(x, 0, -1) * B, (lambda r: normal(r, 4, 3, 2),))],
+    "numpy.flip": [(lambda x: np.flip(x) * B, (lambda r: normal(r, 3, 4),)), (lambda x: np.flip(x, axis=1) * B, (lambda r: normal(r, 3, 4),))],
+    "numpy.roll": [(lambda x: np.roll(x, 5) * B, (lambda r: normal(r, 3, 4),)), (lambda x: np.roll(x, -1, axis=1) * B, (lambda r: normal(r, 3, 4),))],
+    "numpy.tile": [(lambda x: np.tile(x, (2, 1)) ** 2, (lambda r: normal(r, 3, 4),)), (lambda x: np.tile(x, (3, 1)) * B, (lambda r: normal(r, 4),))],
+    "numpy.repeat": [
+        (lambda x: np.repeat(x, 2) ** 2, (lambda r: normal(r, 3, 2),)),
+        (lambda x: np.repeat(x, np.array([1, 0, 2]), axis=0) ** 2, (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.pad": [
+        (lambda x: np.pad(x, 1) ** 2, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.pad(x, ((1, 0), (0, 2)), constant_values=1.5) ** 2, (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.sort": [
+        (lambda x: np.sort(x) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.sort(x, axis=0) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.sort(x, axis=None) * np.arange(12.0), (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.take": [
+        (lambda x: np.take(x, np.array([[0, 2], [2, 5]])) ** 2, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.take(x, np.array([3, 0, 3]), axis=1) ** 2, (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.take_along_axis": [
+        (lambda x: np.take_along_axis(x, np.argsort(x, axis=1), axis=1) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.take_along_axis(x, np.array([[0, 2, 2, 1]]), 0) ** 2, (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.stack": [(lambda x, y: np.stack([x, y], axis=1) ** 2, (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4)))],
+    "numpy.concatenate": [(lambda x, y: np.concatenate([x, y], axis=1) ** 2, (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 2)))],
+    "numpy.hstack": [(lambda x, y: np.hstack([x, y]) ** 2, (lambda r: normal(r, 4), lambda r: normal(r, 2)))],
+    "numpy.vstack": [(lambda x, y: np.vstack([x, y]) * B, (lambda r: normal(r, 4), lambda r: normal(r, 2, 4)))],
     "ndarray.T": [(lambda x: x.T * B, (lambda r: normal(r, 4, 3),))],
     "ndarray.transpose": [(lambda x: x.transpose() * B, (lambda r: normal(r, 4, 3),))],
     "ndarray.reshape": [
@@ -211,6 +283,13 @@ SPECS = {
     "numpy.empty": [(lambda x: x * np.empty(0).size, (lambda r: normal(r, 3),))],
     "numpy.arange": [(lambda x: x * np.arange(3.0), (lambda r: normal(r, 3),))],
     "numpy.linspace": [(lambda x: x * np.linspace(0.0, 1.0, 3), (lambda r: normal(r, 3),))],
+    "numpy.eye": [(lambda x: x @ np.eye(3, 4, 1), (lambda r: normal(r, 2, 3),))],
+    "numpy.identity": [(lambda x: x @ np.identity(3), (lambda r: normal(r, 2, 3),))],
+    "numpy.full": [(lambda x: np.full((3, 4), x) * B, (lambda r: normal(r, 4),)), (lambda x: x * np.full(3, 2.0), (lambda r: normal(r, 3),))],
+    "numpy.full_like": [(lambda x, y: np.full_like(x, y) * x, (lambda r: normal(r, 3, 4), lambda r: float(normal(r))))],
+    "numpy.argwhere": [(lambda x: x[np.argwhere(x > 0.0)[:, 0]] * 2.0, (lambda r: normal(r, 5) + 0.05,))],
+    "numpy.nonzero": [(lambda x: x[np.nonzero(x > 0.0)[0]] * 2.0, (lambda r: normal(r, 5) + 0.05,))],
+    "numpy.searchsorted": [(lambda x: x * np.searchsorted(np.array([-0.5, 0.0, 0.5]), x), (lambda r: normal(r, 5) + 0.05,))],
     "numpy.shape": [(lambda x: x * np.shape(x)[0], (lambda r: normal(r, 3),))],
     "numpy.size": [(lambda x: x * np.size(x), (lambda r: normal(r, 3),))],
     "numpy.isnan": [(lambda x: np.where(np.isnan(x), 0.0, x), (lambda r: normal(r, 3),))],

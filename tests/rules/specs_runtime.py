@@ -1,7 +1,224 @@
-"""Specs for the rules of ``srctrans.rules.runtime_helpers`` (merged into ``specs.SPECS``)."""
+"""Specs for the rules of ``srctrans.rules.runtime_helpers`` (merged into ``specs.SPECS``).
 
-import numpy as np  # noqa: F401
+Each function calls a helper of ``srctrans.runtime`` directly, the way adjoint files do
+(every argument positionally). Arguments that give only a shape (the ``x`` of
+``unbroadcast(g, x)``) are passed as arguments too, so the check also sees that they get a
+zero adjoint; a reduction's ``ans`` is computed from ``x`` inside the function, as in an
+adjoint file, except in one ``std_grad`` spec that checks its partial for ``ans`` alone.
+"""
 
-import srctrans.runtime as rt  # noqa: F401
+import numpy as np
 
-RUNTIME_SPECS: dict = {}
+import srctrans.runtime as rt
+
+IDX = (slice(1, None), 0)  # a basic index into a (3, 4) array
+REP = np.array([0, 0, 2])  # an index array repeating an entry
+MASK = np.array([True, False, True, True])
+ALONG = np.array([[3, 0, 0], [1, 2, 1]])  # indices into the rows of a (2, 4) array
+TIES = np.array([[1.0, 2.0, 2.0], [3.0, 0.5, 3.0]])  # maxima reached twice in each row
+# columns with no, one, two and three zeros: prod's second derivative in each case
+ZEROS = np.array([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]])
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape)
+
+
+def pos(rng, *shape):
+    return rng.uniform(0.5, 1.5, shape)
+
+
+def scalar(rng):
+    return float(rng.standard_normal())
+
+
+# key -> list of (function, argument makers)
+RUNTIME_SPECS = {
+    # --- constants for differentiation ----------------------------------------------------
+    "srctrans.runtime.grad_seed": [(lambda x: x * rt.grad_seed(np.sum(x)), (lambda r: normal(r, 3),))],
+    "srctrans.runtime.zeros_like": [(lambda x: x * x + rt.zeros_like(x), (lambda r: normal(r, 3),))],
+    "srctrans.runtime.ones_like": [(lambda x: x * rt.ones_like(x), (lambda r: normal(r, 3),))],
+    "srctrans.runtime.ge_mask": [(lambda x, y: x * rt.ge_mask(x, y), (lambda r: normal(r, 5), lambda r: normal(r, 5)))],
+    "srctrans.runtime.le_mask": [(lambda x, y: y * rt.le_mask(x, y), (lambda r: normal(r, 5), lambda r: normal(r, 5)))],
+    "srctrans.runtime.inside_mask": [(lambda x: x * rt.inside_mask(x, -0.5, 0.5), (lambda r: normal(r, 6),))],
+    # --- linear in g ------------------------------------------------------------------------
+    "srctrans.runtime.unbroadcast": [
+        (lambda g, x: rt.unbroadcast(g, x), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
+        (lambda g, x: rt.unbroadcast(g, x), (lambda r: normal(r, 3, 1), lambda r: normal(r, 2, 3, 4))),
+        (lambda g, x: rt.unbroadcast(g, x), (lambda r: normal(r, 3), scalar)),
+        (lambda g, x: rt.unbroadcast(g, x) * x, (scalar, lambda r: normal(r, 3))),
+    ],
+    "srctrans.runtime.sum_grad": [
+        (lambda g, x: rt.sum_grad(g, x, None, False), (scalar, lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.sum_grad(g, x, 1, False) * x, (lambda r: normal(r, 3), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.sum_grad(g, x, (0, 2), True), (lambda r: normal(r, 1, 3, 1), lambda r: normal(r, 2, 3, 4))),
+    ],
+    "srctrans.runtime.mean_grad": [
+        (lambda g, x: rt.mean_grad(g, x, 0, False), (lambda r: normal(r, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.mean_grad(g, x, None, True), (lambda r: normal(r, 1, 1), lambda r: normal(r, 3, 4))),
+    ],
+    "srctrans.runtime.sum_to": [
+        (lambda h, g: rt.sum_to(h, g, 1, False), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3))),
+        (lambda h, g: rt.sum_to(h, g, None, False) * g, (lambda r: normal(r, 3, 4), scalar)),
+        (lambda h, g: rt.sum_to(h, g, -1, True), (lambda r: normal(r, 2, 3), lambda r: normal(r, 2, 1))),
+    ],
+    "srctrans.runtime.transpose_grad": [
+        (lambda g: rt.transpose_grad(g, (1, 2, 0)), (lambda r: normal(r, 2, 3, 4),)),
+        (lambda g: rt.transpose_grad(g, None), (lambda r: normal(r, 3, 4),)),
+        (lambda g: rt.transpose_grad(g, ()), (lambda r: normal(r, 3, 4),)),
+    ],
+    "srctrans.runtime.transpose": [
+        (lambda x: rt.transpose(x, (2, 0, 1)), (lambda r: normal(r, 2, 3, 4),)),
+        (lambda x: rt.transpose(x, None) * x[0], (lambda r: normal(r, 4, 4),)),
+    ],
+    "srctrans.runtime.diag_grad": [
+        (lambda g, x: rt.diag_grad(g, x, 1), (lambda r: normal(r, 5, 5), lambda r: normal(r, 4))),
+        (lambda g, x: rt.diag_grad(g, x, -1), (lambda r: normal(r, 2), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.diag_grad(g, x, 0), (lambda r: normal(r, 3), lambda r: normal(r, 3, 3))),
+    ],
+    "srctrans.runtime.getitem_grad": [
+        (lambda g, x: rt.getitem_grad(g, x, IDX), (lambda r: normal(r, 2), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.getitem_grad(g, x, REP), (lambda r: normal(r, 3), lambda r: normal(r, 4))),
+        (lambda g, x: rt.getitem_grad(g, x, MASK), (lambda r: normal(r, 3), lambda r: normal(r, 4))),
+        (lambda g, x: rt.getitem_grad(g, x, (1, 2)), (scalar, lambda r: normal(r, 3, 4))),
+    ],
+    "srctrans.runtime.snapshot": [
+        (lambda v: rt.snapshot(v) * v, (lambda r: normal(r, 3),)),
+        (lambda v: rt.snapshot(v) * 2.0, (scalar,)),
+    ],
+    # --- reductions' adjoints -----------------------------------------------------------------
+    "srctrans.runtime.extremum_grad": [
+        (lambda g, x: rt.extremum_grad(g, x, np.max(x, axis=0), 0, False), (lambda r: normal(r, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.extremum_grad(g, x, np.min(x), None, False), (scalar, lambda r: normal(r, 5))),
+        (lambda g: rt.extremum_grad(g, TIES, np.max(TIES, axis=1), 1, False), (lambda r: normal(r, 2),)),
+    ],
+    "srctrans.runtime.prod_grad": [
+        (lambda g, x: rt.prod_grad(g, x, np.prod(x, axis=0), 0, False), (lambda r: normal(r, 4), lambda r: pos(r, 3, 4))),
+        (lambda g, x: rt.prod_grad(g, x, np.prod(x, axis=0), 0, False), (lambda r: normal(r, 4), lambda r: pos(r, 3, 4) * ZEROS)),
+        (lambda g, x: rt.prod_grad(g, x, np.prod(x), None, False), (scalar, lambda r: normal(r, 4))),
+        (lambda g, x: rt.prod_grad(g, x, np.prod(x, axis=1, keepdims=True), 1, True), (lambda r: normal(r, 3, 1), lambda r: pos(r, 3, 4))),
+        (lambda g, x: rt.prod_grad(g, x, np.prod(x), None, False), (scalar, lambda r: pos(r, 4) * ZEROS[1])),
+    ],
+    "srctrans.runtime.var_grad": [
+        (lambda g, x: rt.var_grad(g, x, 1, 0, False), (lambda r: normal(r, 3), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.var_grad(g, x, None, 1, False), (scalar, lambda r: normal(r, 5))),
+    ],
+    "srctrans.runtime.std_grad": [
+        (lambda g, x: rt.std_grad(g, x, np.std(x, axis=0), 0, 0, False), (lambda r: normal(r, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.std_grad(g, x, np.std(x, ddof=1), None, 1, False), (scalar, lambda r: normal(r, 5))),
+        (lambda g, x, a: rt.std_grad(g, x, a, 1, 1, False), (lambda r: normal(r, 3), lambda r: normal(r, 3, 4), lambda r: pos(r, 3))),
+    ],
+    # --- products -------------------------------------------------------------------------------
+    "srctrans.runtime.dot_grad_x": [
+        (lambda g, x, y: rt.dot_grad_x(g, x, y), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda g, x, y: rt.dot_grad_x(g, x, y), (lambda r: normal(r, 3), lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
+        (lambda g, x, y: rt.dot_grad_x(g, x, y), (lambda r: normal(r, 2), lambda r: normal(r, 4), lambda r: normal(r, 4, 2))),
+        (lambda g, x, y: rt.dot_grad_x(g, x, y), (scalar, lambda r: normal(r, 4), lambda r: normal(r, 4))),
+        (lambda g, x, y: rt.dot_grad_x(g, x, y), (lambda r: normal(r, 4), scalar, lambda r: normal(r, 4))),
+        (lambda g, x, y: rt.dot_grad_x(g, x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4), scalar)),
+    ],
+    "srctrans.runtime.dot_grad_y": [
+        (lambda g, x, y: rt.dot_grad_y(g, x, y), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda g, x, y: rt.dot_grad_y(g, x, y), (lambda r: normal(r, 3), lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
+        (lambda g, x, y: rt.dot_grad_y(g, x, y), (lambda r: normal(r, 2), lambda r: normal(r, 4), lambda r: normal(r, 4, 2))),
+        (lambda g, x, y: rt.dot_grad_y(g, x, y), (scalar, lambda r: normal(r, 4), lambda r: normal(r, 4))),
+        (lambda g, x, y: rt.dot_grad_y(g, x, y), (lambda r: normal(r, 4), scalar, lambda r: normal(r, 4))),
+        (lambda g, x, y: rt.dot_grad_y(g, x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4), scalar)),
+    ],
+    "srctrans.runtime.dot": [
+        (lambda x, y: rt.dot(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda x, y: rt.dot(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4))),
+        (lambda x, y: rt.dot(x, y), (scalar, lambda r: normal(r, 3))),
+    ],
+    "srctrans.runtime.matmul": [
+        (lambda x1, x2: rt.matmul(x1, x2), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda x1, x2: rt.matmul(x1, x2), (lambda r: normal(r, 2, 3), lambda r: normal(r, 3))),
+    ],
+    # --- elementwise ------------------------------------------------------------------------------
+    "srctrans.runtime.xlogy": [
+        (lambda a, b: rt.xlogy(a, b), (lambda r: normal(r, 3, 2), lambda r: pos(r, 2))),
+        (lambda a, b: rt.xlogy(a, b), (scalar, lambda r: float(pos(r)))),
+        (lambda a, b: rt.xlogy(a * ZEROS[1], b), (lambda r: normal(r, 4), lambda r: pos(r, 4))),
+    ],
+    "srctrans.runtime.sinc_grad": [(lambda x: rt.sinc_grad(x), (lambda r: normal(r, 4) + 0.05,))],
+    "srctrans.runtime.digamma": [(lambda x: rt.digamma(x), (lambda r: pos(r, 4) + 0.5,))],
+    # --- adjoints of shape and linear-algebra functions ---------------------------------------------
+    "srctrans.runtime.cumsum_grad": [
+        (lambda g, x: rt.cumsum_grad(g, x, 0), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.cumsum_grad(g, x, None), (lambda r: normal(r, 6), lambda r: normal(r, 2, 3))),
+    ],
+    "srctrans.runtime.diagonal_grad": [
+        (lambda g, x: rt.diagonal_grad(g, x, 1, 0, 1), (lambda r: normal(r, 3), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.diagonal_grad(g, x, 0, 1, 2), (lambda r: normal(r, 2, 3), lambda r: normal(r, 2, 3, 3))),
+    ],
+    "srctrans.runtime.moveaxis_grad": [
+        (lambda g, x: rt.moveaxis_grad(g, x, 0, -1), (lambda r: normal(r, 3, 2, 4), lambda r: normal(r, 4, 3, 2))),
+        (lambda g, x: rt.moveaxis_grad(g, x, (0, 1), (2, 0)), (lambda r: normal(r, 3, 2, 4), lambda r: normal(r, 4, 3, 2))),
+    ],
+    "srctrans.runtime.flip_grad": [
+        (lambda g, x: rt.flip_grad(g, x, 1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.flip_grad(g, x, None), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+    ],
+    "srctrans.runtime.roll_grad": [
+        (lambda g, x: rt.roll_grad(g, x, 5, None), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.roll_grad(g, x, -1, 1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+    ],
+    "srctrans.runtime.tile_grad": [
+        (lambda g, x: rt.tile_grad(g, x, (2, 1)), (lambda r: normal(r, 6, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.tile_grad(g, x, (3, 1)), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
+    ],
+    "srctrans.runtime.repeat_grad": [
+        (lambda g, x: rt.repeat_grad(g, x, 2, 0), (lambda r: normal(r, 6, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.repeat_grad(g, x, REP, None), (lambda r: normal(r, 2), lambda r: normal(r, 3))),
+    ],
+    "srctrans.runtime.pad_grad": [
+        (lambda g, x: rt.pad_grad(g, x, ((1, 0), (2, 1))), (lambda r: normal(r, 4, 7), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.pad_grad(g, x, 1), (lambda r: normal(r, 6), lambda r: normal(r, 4))),
+    ],
+    "srctrans.runtime.sort_grad": [
+        (lambda g, x: rt.sort_grad(g, x, -1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.sort_grad(g, x, None), (lambda r: normal(r, 12), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.sort_grad(g, x, 0) * x, (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+    ],
+    "srctrans.runtime.take_sorted": [
+        (lambda u, x: rt.take_sorted(u, x, 0), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda u, x: rt.take_sorted(u, x, None) * x[0, 0], (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+    ],
+    "srctrans.runtime.take_grad": [
+        (lambda g, x: rt.take_grad(g, x, REP, None), (lambda r: normal(r, 3), lambda r: normal(r, 2, 2))),
+        (lambda g, x: rt.take_grad(g, x, REP, 1), (lambda r: normal(r, 2, 3), lambda r: normal(r, 2, 4))),
+    ],
+    "srctrans.runtime.take_along_axis_grad": [
+        (lambda g, x: rt.take_along_axis_grad(g, x, ALONG, 1), (lambda r: normal(r, 2, 3), lambda r: normal(r, 2, 4))),
+        (lambda g, x: rt.take_along_axis_grad(g, x, REP, None), (lambda r: normal(r, 3), lambda r: normal(r, 4))),
+    ],
+    "srctrans.runtime.inner_grad_x": [
+        (lambda g, x, y: rt.inner_grad_x(g, x, y), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 2, 4))),
+        (lambda g, x, y: rt.inner_grad_x(g, x, y), (scalar, lambda r: normal(r, 4), lambda r: normal(r, 4))),
+    ],
+    "srctrans.runtime.inner_grad_y": [
+        (lambda g, x, y: rt.inner_grad_y(g, x, y), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 2, 4))),
+        (lambda g, x, y: rt.inner_grad_y(g, x, y), (lambda r: normal(r, 2), lambda r: normal(r, 4), lambda r: normal(r, 2, 4))),
+    ],
+    "srctrans.runtime.tensordot_grad_x": [
+        (lambda g, x, y: rt.tensordot_grad_x(g, x, y, 1), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda g, x, y: rt.tensordot_grad_x(g, x, y, ((0, 2), (1, 0))), (lambda r: normal(r, 3, 5), lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 4, 2, 5))),
+    ],
+    "srctrans.runtime.tensordot_grad_y": [
+        (lambda g, x, y: rt.tensordot_grad_y(g, x, y, 1), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda g, x, y: rt.tensordot_grad_y(g, x, y, ((0, 2), (1, 0))), (lambda r: normal(r, 3, 5), lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 4, 2, 5))),
+    ],
+    "srctrans.runtime.solve_grad_b": [
+        (lambda g, a, b: rt.solve_grad_b(g, a, b), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3, 2))),
+        (lambda g, a, b: rt.solve_grad_b(g, a, b), (lambda r: normal(r, 3), lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3))),
+    ],
+    "srctrans.runtime.norm_grad": [
+        (lambda g, x: rt.norm_grad(g, x, np.linalg.norm(x, None, 1), None, 1, False), (lambda r: normal(r, 3), lambda r: normal(r, 3, 4))),
+        (lambda g, x, a: rt.norm_grad(g, x, a, None, None, False), (scalar, lambda r: normal(r, 3, 4), lambda r: float(pos(r)))),
+        (lambda g, x, a: rt.norm_grad(g, x, a, None, 0, True), (lambda r: normal(r, 1, 4), lambda r: normal(r, 3, 4), lambda r: pos(r, 1, 4))),
+    ],
+    "srctrans.runtime.logsumexp_grad": [
+        (lambda g, x, a: rt.logsumexp_grad(g, x, a, 0, False, None), (lambda r: normal(r, 4), lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
+        (lambda g, x, a: rt.logsumexp_grad(g, x, a, None, False, None), (scalar, lambda r: normal(r, 5), lambda r: float(normal(r)))),
+    ],
+}

@@ -3,12 +3,20 @@
 ``jit`` is the first: the function, normalized, written to ``__srctrans__/`` and
 compiled by Numba (``numba_backend``). Every transformed function shows its
 generated file in its ``repr`` and through :func:`source` / :func:`source_path`.
+
+Pytrees cross the boundary here, as in JAX: an argument that is a tuple, list, dict or
+namedtuple is flattened at every call, its structure picks the specialization (one
+generated file per structure, like static values), and the generated function takes its
+leaves as parameters (``params["W"]`` -> ``params_W``). Gradients come back in the
+arguments' structure; returned lists and dicts are rebuilt from the tuples the generated
+function returns.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import re
 import threading
 import types
 from collections.abc import Callable, Sequence
@@ -21,7 +29,8 @@ from .cache import file_lock, load_module, origin_map
 from .capture import unwrap
 from .config import config
 from .errors import CompileError
-from .pipeline import Generated, Transform, generate
+from .pipeline import Generated, StaticArgs, Transform, generate
+from .tree import DictKey, PyTreeDef, SequenceKey, keystr, tree_flatten, tree_flatten_with_path
 
 __all__ = ["grad", "jit", "source", "source_path", "value_and_grad", "vjp"]
 
@@ -36,11 +45,28 @@ def _normalize_argnums(value, name: str) -> tuple:
 
 
 class _Specialization:
-    """One generated file (one set of static values) and its compiled and Python entry points."""
+    """One generated file (one set of static values and pytree structures) and its entry points.
 
-    def __init__(self, gen: Generated, options: dict[str, Any]) -> None:
+    ``trees`` maps each pytree argument to ``(treedef, leaf parameter names)``; ``layout``
+    says, for each differentiated argument, how its gradient is made from the flat ones
+    the generated function returns: ``"one"``, ``None`` (a ``None`` argument) or a treedef.
+    """
+
+    def __init__(
+        self,
+        gen: Generated,
+        options: dict[str, Any],
+        trees: dict[str, tuple[PyTreeDef, list[str]]] | None = None,
+        layout: list[tuple[str, Any]] | None = None,
+    ) -> None:
         self.gen = gen
         self.options = options
+        self.trees = trees or {}
+        self.layout = layout or []
+        self.total = sum(1 if kind == "one" else 0 if kind is None else kind.num_leaves for _, kind in self.layout)
+        params = gen.meta["params"]
+        self.arity = sum(1 for m in params if m[0] in ("arg", "attr", "leaf"))
+        self.returns = next((m[1] for m in params if m[0] == "returns"), None)
         self._python = None
         self._compiled = None
         self._lock = threading.Lock()
@@ -74,6 +100,39 @@ class _Specialization:
                         boundscheck=self.options["boundscheck"],
                     )
         return self._compiled
+
+    def rebuild(self, raw: Any) -> Any:
+        """The function's result: returned lists and dicts rebuilt from the generated tuples."""
+        return raw if self.returns is None else _rebuild(self.returns, raw)
+
+    def rebuild_aux(self, aux: Any) -> Any:
+        """``aux`` of a ``has_aux`` function, which returned ``(value, aux)``."""
+        struct = self.returns
+        if isinstance(struct, dict) and len(struct.get("tuple", ())) == 2:
+            return _rebuild(struct["tuple"][1], aux)
+        return aux
+
+    def group(self, grads: Any) -> tuple:
+        """The generated function's flat gradients, one per differentiated argument, in its structure."""
+        flat = (grads,) if self.total == 1 else tuple(grads)
+        out: list[Any] = []
+        i = 0
+        for _, kind in self.layout:
+            if kind is None:
+                out.append(None)
+            elif kind == "one":
+                out.append(flat[i])
+                i += 1
+            else:
+                out.append(kind.unflatten(flat[i : i + kind.num_leaves]))
+                i += kind.num_leaves
+        return tuple(out)
+
+    def leaf_path(self, name: str, index: int) -> str:
+        """``params['W']``: how the user writes leaf ``index`` of pytree argument ``name``."""
+        treedef = self.trees[name][0]
+        path = tree_flatten_with_path(treedef.unflatten(range(treedef.num_leaves)))[0][index][0]
+        return name + keystr(path)
 
     def origins(self) -> dict[int, tuple[str, int, str]]:
         if self._origins is None:
@@ -115,6 +174,8 @@ class _Specialization:
 class Jitted:
     """A function compiled through its generated file. Call it like the original."""
 
+    _wrt: tuple[str, ...] | None = None  # the differentiated arguments (grad, vjp)
+
     def __init__(
         self,
         fn: Callable,
@@ -144,6 +205,9 @@ class Jitted:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 break
         self._param_names = [p.name for p in params]
+        self._pyfn = pyfn
+        self._self_param = self._param_names[0] if kind == "method" and self._param_names else None
+        self._taken: frozenset[str] | None = None
         static = set()
         for num in _normalize_argnums(static_argnums, "static_argnums"):
             if not isinstance(num, int):
@@ -200,15 +264,56 @@ class Jitted:
             key.append((name, type(values[name]).__name__, values[name]))
         return tuple(key)
 
-    def _specialization(self, static_values: dict[str, Any]) -> _Specialization:
+    def _specialization(
+        self, static_values: dict[str, Any], trees: dict[str, PyTreeDef] | None = None, nones: frozenset = frozenset()
+    ) -> _Specialization:
+        """The specialization for these static values, pytree structures and ``None`` arguments differentiated."""
         key = self._static_key(static_values)
+        if trees or nones:
+            key += (("pytrees", tuple(trees.items()) if trees else (), nones),)
         spec = self._specs.get(key)
         if spec is None:
-            spec = _Specialization(generate(self._fn, self._transform, static_values), self._options)
+            named = self._name_leaves(trees or {})
+            transform = self._spec_transform(named, nones)
+            gen = generate(self._fn, transform, StaticArgs(static_values, named, frozenset(self._wrt or ())))
+            spec = _Specialization(gen, self._options, named, self._layout(named, nones))
             self._specs[key] = spec
-            if not self._static:
+            if not self._static and not trees and not nones:
                 self._simple = spec
         return spec
+
+    def _name_leaves(self, trees: dict[str, PyTreeDef]) -> dict[str, tuple[PyTreeDef, list[str]]]:
+        """Each pytree argument's leaf parameter names, after their paths, unused by the function."""
+        if not trees:
+            return {}
+        if self._taken is None:
+            self._taken = frozenset(_code_names(self._pyfn.__code__)) | _RESERVED
+        taken = set(self._taken)
+        return {name: (treedef, _leaf_names(name, treedef, taken)) for name, treedef in trees.items()}
+
+    def _spec_transform(self, named: dict, nones: frozenset) -> Transform:
+        """The transformation for one specialization: ``wrt`` lists the leaves of pytree arguments."""
+        if self._wrt is None or (not named and not nones):
+            return self._transform
+        wrt: list[str] = []
+        for name in self._wrt:
+            if name in named:
+                wrt += named[name][1]
+            elif name not in nones:
+                wrt.append(name)
+        if not wrt:
+            raise ValueError(
+                f"{self.__qualname__}: nothing to differentiate; the arguments "
+                f"{', '.join(self._wrt)} hold no leaves (empty containers or None)"
+            )
+        t = self._transform
+        options = (("wrt", tuple(wrt)),) + tuple(o for o in t.options if o[0] != "wrt")
+        return Transform(t.name, options, tag=t.file_tag)
+
+    def _layout(self, named: dict, nones: frozenset) -> list[tuple[str, Any]]:
+        if self._wrt is None:
+            return []
+        return [(n, named[n][0] if n in named else None if n in nones else "one") for n in self._wrt]
 
     def _prepare(self, args: tuple, kwargs: dict, bound_args: tuple | None = None) -> tuple[_Specialization, list]:
         """Bind the call's arguments; returns the specialization and the generated function's arguments."""
@@ -222,15 +327,23 @@ class Jitted:
         bound.apply_defaults()
         values = bound.arguments
         static_values = {name: values[name] for name in self._static}
-        spec = self._specialization(static_values)
+        trees: dict[str, PyTreeDef] = {}
+        flat: dict[str, list] = {}
+        for name, value in values.items():
+            if _is_container(value) and name not in self._static and name != self._self_param:
+                flat[name], trees[name] = tree_flatten(value)
+        nones = frozenset(n for n in self._wrt or () if values.get(n, 0) is None)
+        spec = self._specialization(static_values, trees, nones)
         call_args = []
         for source in spec.gen.meta["params"]:
-            if source[0] == "arg":
+            kind = source[0]
+            if kind == "arg":
                 call_args.append(values[source[1]])
-            elif source[0] == "cotangent":  # vjp: the caller appends it
-                continue
-            else:  # ["attr", self_name, attr]
+            elif kind == "leaf":
+                call_args.append(flat[source[1]][source[2]])
+            elif kind == "attr":
                 call_args.append(getattr(values[source[1]], source[2]))
+            # "cotangent" (vjp: the caller appends it) and "returns" are not parameters
         return spec, call_args
 
     def _compute_direct(self) -> bool:
@@ -244,22 +357,23 @@ class Jitted:
 
     def __call__(self, *args, **kwargs):
         fast = self._fast
-        if fast is not None and not kwargs and len(args) == self._fast_arity and not config.disable_jit:
+        if fast is not None and not kwargs and len(args) == self._fast_arity and not config.disable_jit and not _any_tree(args, self._wrt):
             try:
-                return self._result(fast(*args), args)
+                raw = fast(*args)
             except Exception as err:
                 self._explain(self._simple, err)
                 raise
+            return self._result(self._simple, raw)
         spec = self._simple
-        if spec is not None and not kwargs and self._direct and len(args) == len(spec.gen.meta["params"]):
+        if spec is not None and not kwargs and self._direct and len(args) == spec.arity and not _any_tree(args, self._wrt):
             call_args = args
         else:
             spec, call_args = self._prepare(args, kwargs)
-        return self._result(self._run(spec, call_args), call_args)
+        return self._result(spec, self._run(spec, call_args))
 
-    def _result(self, raw, call_args):
+    def _result(self, spec: _Specialization, raw):
         """What the caller gets from the generated function's return value (grad picks its part)."""
-        return raw
+        return spec.rebuild(raw)
 
     @staticmethod
     def _explain(spec: _Specialization, err: Exception) -> None:
@@ -273,7 +387,7 @@ class Jitted:
                 return spec.python(*call_args)
             compiled = spec.compiled
             if spec is self._simple and self._direct:  # later calls go straight to the dispatcher
-                self._fast, self._fast_arity = compiled, len(spec.gen.meta["params"])
+                self._fast, self._fast_arity = compiled, spec.arity
             return compiled(*call_args)
         except Exception as err:
             self._explain(spec, err)
@@ -325,7 +439,7 @@ class _BoundJitted:
 
     def __call__(self, *args, **kwargs):
         spec, call_args = self._template._prepare(args, kwargs, (self._obj,))
-        return self._template._run(spec, call_args)
+        return self._template._result(spec, self._template._run(spec, call_args))
 
     def source_path(self) -> Path:
         return self._template.source_path()
@@ -387,38 +501,45 @@ class Grad(Jitted):
     def _check_inputs(self, spec, call_args) -> None:
         if self._allow_int:
             return
-        names = [m[1] for m in spec.gen.meta["params"] if m[0] == "arg"]
-        for name, value in zip(names, call_args):
-            if name not in self._wrt:
+        params = [m for m in spec.gen.meta["params"] if m[0] in ("arg", "attr", "leaf")]
+        for m, value in zip(params, call_args):
+            if m[0] == "attr" or m[1] not in self._wrt or value is None:
                 continue
-            kind = np.asarray(value).dtype.kind
-            if kind not in "fc":
+            dtype = np.asarray(value).dtype
+            if dtype.kind in "fc":
+                continue
+            allow = "(pass allow_int=True to get zero gradients for integers)"
+            if m[0] == "leaf":
                 raise TypeError(
-                    f"grad of {self.__qualname__} with respect to {name!r} requires a float argument, "
-                    f"got {np.asarray(value).dtype} (pass allow_int=True to get zero gradients for integers)"
+                    f"grad of {self.__qualname__} with respect to {m[1]!r} requires float leaves, "
+                    f"got {dtype} at {spec.leaf_path(m[1], m[2])} {allow}"
                 )
+            raise TypeError(
+                f"grad of {self.__qualname__} with respect to {m[1]!r} requires a float argument, got {dtype} {allow}"
+            )
 
     def __call__(self, *args, **kwargs):
         spec = self._simple
-        if spec is not None and not kwargs and self._direct and len(args) == len(spec.gen.meta["params"]):
+        if spec is not None and not kwargs and self._direct and len(args) == spec.arity and not _any_tree(args, self._wrt):
             self._check_inputs(spec, args)
             call_args = args
         else:
             spec, call_args = self._prepare(args, kwargs)
-        return self._result(self._run(spec, call_args), call_args)
+        return self._result(spec, self._run(spec, call_args))
 
-    def _result(self, raw, call_args):
+    def _result(self, spec, raw):
         if self._has_aux:
             out, aux, grads = raw
-            value = (out, aux)
+            value = (out, spec.rebuild_aux(aux))
         else:
             out, grads = raw
             value = out
-        if not self._single and len(self._wrt) == 1:
-            grads = (grads,)
+        grads = spec.group(grads)
+        if self._single:
+            grads = grads[0]
         if self._with_value:
             return value, grads
-        return (grads, aux) if self._has_aux else grads
+        return (grads, value[1]) if self._has_aux else grads
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self.__call__, obj)
@@ -430,6 +551,9 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, 
     Like ``jax.grad``: ``argnums`` picks the arguments (an int gives one gradient,
     a tuple a tuple of them); ``has_aux=True`` means ``fn`` returns ``(value, aux)``
     and the result is ``(gradient, aux)``. ``jit(grad(f))`` compiles the adjoint.
+    Arguments may be pytrees (dicts, lists, tuples, namedtuples of arrays and floats):
+    the gradient has the argument's structure, ``grad(loss)({"W": W, "b": b}, x)`` is
+    ``{"W": dW, "b": db}``.
 
     >>> import numpy as np, srctrans
     >>> def tanh(x):
@@ -456,18 +580,89 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
         raise TypeError(f"vjp: {pyfn.__qualname__} takes {len(visible)} arguments, got {len(primals)} primals")
     options: tuple = (("wrt", tuple(visible)),) + ((("has_aux", True),) if has_aux else ())
     runner = Jitted(target, _transform=Transform("vjp", options), _compile=compiled)
+    runner._wrt = tuple(visible)
 
     def vjp_fn(cotangent):
         spec, call_args = runner._prepare(tuple(primals), {})
         raw = runner._run(spec, [*call_args, cotangent])
-        grads = raw[-1]
-        return grads if isinstance(grads, tuple) and len(visible) > 1 else (grads,)
+        return spec.group(raw[-1])  # one cotangent per primal, in its structure
 
     out = fn(*primals)
     if has_aux:
         out, aux = out
         return out, vjp_fn, aux
     return out, vjp_fn
+
+
+# --- pytrees at the boundary -------------------------------------------------------------------
+
+
+def _is_container(value: Any) -> bool:
+    """Whether ``value`` is a pytree container passed as its leaves (``None`` is passed as it is)."""
+    t = type(value)
+    return t is tuple or t is list or t is dict or (isinstance(value, tuple) and hasattr(t, "_fields"))
+
+
+def _any_tree(args: tuple, wrt: tuple | None) -> bool:
+    """Whether a call needs binding: a container argument, or (``wrt``: differentiating) a ``None``."""
+    for a in args:
+        if _is_container(a) or (a is None and wrt is not None):
+            return True
+    return False
+
+
+# names generated code may use besides the user's: numpy (under any name desugar picks), runtime helpers
+_RESERVED = frozenset({"np", "numpy", "np_", "np__", "rt", "math"})
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    """Every name a function's code (nested comprehensions included) uses."""
+    names = set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars) | set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _key_text(key: Any) -> str:
+    raw = key.idx if isinstance(key, SequenceKey) else key.key if isinstance(key, DictKey) else key.name
+    return re.sub(r"\W", "_", str(raw))
+
+
+def _leaf_names(name: str, treedef: PyTreeDef, taken: set[str]) -> list[str]:
+    """Parameter names for the leaves of argument ``name``, after their paths.
+
+    ``params["W"]`` -> ``params_W``, ``params[0][1]`` -> ``params_0_1``; a name in ``taken``
+    gets a number (``params_W_1``). The names are added to ``taken``.
+    """
+    paths = [p for p, _ in tree_flatten_with_path(treedef.unflatten(range(treedef.num_leaves)))[0]]
+    out = []
+    for i, path in enumerate(paths):
+        base = "_".join([name, *(_key_text(k) for k in path)])
+        if not base.isidentifier():
+            base = f"{name}_leaf{i}"
+        candidate, n = base, 0
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        taken.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def _rebuild(struct: Any, raw: Any) -> Any:
+    """A returned value from the tuples the generated function gives (see :func:`srctrans.passes.leaves.results`)."""
+    if struct == "*" or raw is None:
+        return raw
+    if struct is None:
+        return None
+    ((kind, kids),) = struct.items()
+    subs = [s for _, s in kids] if kind == "dict" else kids
+    it = iter(raw)
+    values = [None if s is None else _rebuild(s, next(it)) for s in subs]
+    if kind == "dict":
+        return dict(zip((k for k, _ in kids), values))
+    return values if kind == "list" else tuple(values)
 
 
 def _normalize_argnames(value) -> tuple[str, ...]:

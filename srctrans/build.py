@@ -343,14 +343,14 @@ def _resolver(unit: _Unit, node: cst.FunctionDef, np_name: str, local_marker: An
             b = unit.bindings.get(expr.value)
             if b is not None:
                 return b.value
-            if expr.value == "rt":  # srctrans.runtime, brought in by desugar (x.at[i].set(v))
-                from . import runtime
-
-                return runtime
             if expr.value in _PASS_BUILTINS:  # brought in by a pass (len, range, slice)
                 import builtins
 
                 return getattr(builtins, expr.value)
+            if expr.value == "rt":  # srctrans.runtime, brought in by desugar (x.at[i].set(v))
+                from . import runtime
+
+                return runtime
             return numpy if expr.value == np_name else None  # numpy, brought in by desugar
         if isinstance(expr, cst.Attribute):
             base = resolve(expr.value)
@@ -436,22 +436,32 @@ def _numpy_name(namespace) -> str:
 
 
 def _entry_signature(unit: _Unit, node: cst.FunctionDef, static: dict[str, Any]):
-    """Drop static parameters and turn a method's ``self`` into its attribute reads."""
+    """Drop static parameters, turn a method's ``self`` into its attribute reads and a pytree
+    argument into its leaves; returned list and dict displays become tuples.
+
+    Returns the node and ``meta["params"]``: one entry per parameter of the generated
+    function, ``["arg", name]``, ``["attr", self_name, attr]`` or ``["leaf", name, i]`` (leaf
+    ``i``, in flattening order, of argument ``name``), then ``["returns", structure]`` when the
+    function returns lists or dicts (:func:`srctrans.passes.leaves.results`). Pytree arguments
+    come as ``static.trees`` (:class:`srctrans.pipeline.StaticArgs`).
+    """
     pf = unit.pf
+    node, returns, trees = _pytrees(unit, node, static)
     params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
-    meta: list[list[str]] = []
+    meta: list[list] = []
     new_params: list[cst.Param] = []
     self_name = None
     if pf.captured.kind == "method" and params:
         self_name = params[0].name.value
     names = scan(pf.node)
+    leaf_names = {n for _, leaves in trees.values() for n in leaves}
     for i, p in enumerate(params):
         pname = p.name.value
         if pname in static:
             continue
         if i == 0 and self_name is not None:
             attrs = names.attributes_of.get(self_name, {})
-            gen = NameGen(names.all | set(unit.bindings))
+            gen = NameGen(names.all | set(unit.bindings) | leaf_names)
             mapping = {a: gen.fresh(f"{self_name}_{a}", numbered=False) for a in sorted(attrs)}
             if _bare_use(node, self_name):
                 raise pf.error(
@@ -465,13 +475,108 @@ def _entry_signature(unit: _Unit, node: cst.FunctionDef, static: dict[str, Any])
                 new_params.append(cst.Param(cst.Name(new)))
                 meta.append(["attr", self_name, attr])
             continue
+        if pname in trees:
+            for j, leaf in enumerate(trees[pname][1]):
+                new_params.append(cst.Param(cst.Name(leaf)))
+                meta.append(["leaf", pname, j])
+            continue
         new_params.append(p.with_changes(star=cst.MaybeSentinel.DEFAULT, comma=cst.MaybeSentinel.DEFAULT))
         meta.append(["arg", pname])
     fixed = [q.with_changes(comma=cst.MaybeSentinel.DEFAULT) for q in new_params]
+    if trees:  # leaves have no defaults, and the API passes every argument
+        fixed = [q.with_changes(default=None, equal=cst.MaybeSentinel.DEFAULT) for q in fixed]
     node = node.with_changes(
         params=cst.Parameters(params=fixed)
     )
-    return node, meta
+    if returns is not None:
+        meta.append(["returns", returns])
+    return node.with_changes(leading_lines=_pytree_notes(trees, returns)), meta
+
+
+def _pytrees(unit: _Unit, node: cst.FunctionDef, static: dict[str, Any]) -> tuple[cst.FunctionDef, Any, dict]:
+    """Reads of pytree arguments become reads of their leaves; returned lists and dicts, tuples.
+
+    Returns the node, the structure returned (or None) and the pytree arguments passed as
+    leaves. A tuple or list argument read other than leaf by leaf (``np.zeros(shape)``,
+    ``for v in values``) is passed as it is, as before pytrees (Numba types it), unless it
+    is differentiated or holds a dict. Both passes first run on the user's own node, so
+    that what they refuse is located there.
+    """
+    from .passes.leaves import check_leaves, check_results, leaves, part_of, results
+
+    pf = unit.pf
+    trees = dict(getattr(static, "trees", None) or {})
+    differentiated = getattr(static, "differentiated", frozenset())
+
+    def error(at: cst.CSTNode, message: str, hint: str) -> SrcTransError:
+        return pf.error(UnsupportedSyntaxError, at, message, hint)
+
+    b = unit.bindings.get("len")
+    len_builtin = b is not None and b.kind == "builtin"
+    while trees:
+        parts = {name: part_of(name, treedef, names) for name, (treedef, names) in trees.items()}
+        try:
+            check_leaves(pf.node, parts, len_builtin, error)
+            break
+        except UnsupportedSyntaxError as err:
+            name = getattr(err, "pytree_argument", None)
+            if name not in trees or name in differentiated or _holds_dict(trees[name][0]):
+                raise
+            del trees[name]  # passed whole
+    if trees:
+        node = _free_leaf_names(node, {n for _, names in trees.values() for n in names})
+        node = leaves(node, parts, len_builtin, error, scan(pf.node).all)
+    check_results(pf.node, error)
+    node, returns = results(node, error)
+    return node, returns, trees
+
+
+def _holds_dict(treedef) -> bool:
+    data = treedef.node_data()
+    return data is not None and (data[0] is dict or any(_holds_dict(c) for c in treedef.children()))
+
+
+def _free_leaf_names(node: cst.FunctionDef, leaf_names: set[str]) -> cst.FunctionDef:
+    """Rename temporaries (made by earlier passes) that happen to be named like a leaf parameter.
+
+    The API picks leaf names that no name of the user's function uses; only generated
+    temporaries can take one.
+    """
+    names = scan(node)
+    clash = leaf_names & names.all
+    if not clash:
+        return node
+    if clash - names.local:  # pragma: no cover - the API's names avoid the user's
+        raise SrcTransError(f"leaf parameter names {sorted(clash)} collide with names of the function")
+    gen = NameGen(names.all | leaf_names)
+    mapping = {n: gen.fresh(n, numbered=False) for n in sorted(clash)}
+
+    class Rename(cst.CSTTransformer):
+        def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+            return updated.with_changes(value=mapping[updated.value]) if updated.value in mapping else updated
+
+    return node.visit(Rename())
+
+
+class _Shown:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _pytree_notes(trees: dict, returns: Any) -> list[cst.EmptyLine]:
+    """Comments above the generated ``def``: which parameters are whose leaves, what is returned."""
+    from .passes.leaves import describe_structure
+
+    lines = []
+    for name, (treedef, names) in trees.items():
+        shown = repr(treedef.unflatten([_Shown(n) for n in names]))
+        lines.append(f"# {name} = {shown}: a pytree argument, passed as its leaves")
+    if returns is not None:
+        lines.append(f"# returns {describe_structure(returns)}, as tuples (srctrans rebuilds the lists and dicts)")
+    return [cst.EmptyLine(comment=cst.Comment(line)) for line in lines]
 
 
 def _bare_use(node: cst.FunctionDef, name: str) -> bool:

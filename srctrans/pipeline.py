@@ -26,10 +26,16 @@ _LIVE: dict[Path, str] = {}  # path -> dependency hash loaded in this process
 
 @dataclass(frozen=True)
 class Transform:
-    """One step of a transform chain, e.g. ``Transform("jit", (("parallel", True),))``."""
+    """One step of a transform chain, e.g. ``Transform("jit", (("parallel", True),))``.
+
+    ``tag``, when given, is the file-name part instead of one made from the options (a
+    specialization whose ``wrt`` lists every leaf of a pytree argument keeps the short
+    name of the transformation the user asked for).
+    """
 
     name: str
     options: tuple[tuple[str, Any], ...] = ()
+    tag: str | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
@@ -40,6 +46,8 @@ class Transform:
     @property
     def file_tag(self) -> str:
         """Part of the file name: ``jit``, ``jit_parallel_fastmath``, ``jit_noboundscheck``."""
+        if self.tag is not None:
+            return self.tag
         parts = [self.name]
         for k, v in self.options:
             if isinstance(v, bool):
@@ -68,23 +76,61 @@ class Generated:
         return self.path.read_text()
 
 
+class StaticArgs(dict):
+    """The static argument values of one specialization, and (``trees``) its pytree arguments.
+
+    ``trees`` maps a container argument's name to ``(treedef, leaf parameter names)``, the
+    names in flattening order; the build replaces that parameter by its leaves
+    (:mod:`srctrans.passes.leaves`). ``differentiated`` names the arguments a gradient is
+    taken with respect to, which must be read leaf by leaf. A plain dict means no pytree
+    arguments.
+    """
+
+    def __init__(
+        self,
+        values: Any = (),
+        trees: dict[str, tuple[Any, list[str]]] | None = None,
+        differentiated: frozenset[str] = frozenset(),
+    ) -> None:
+        super().__init__(values)
+        self.trees = dict(trees or {})
+        self.differentiated = frozenset(differentiated)
+
+
+def trees_text(trees: dict[str, tuple[Any, list[str]]]) -> str:
+    """The pytree arguments as text for hashes: structure, leaf paths (namedtuple fields too) and names."""
+    from .tree import keystr, tree_flatten_with_path
+
+    parts = []
+    for name, (treedef, names) in sorted(trees.items()):
+        paths = [keystr(p) for p, _ in tree_flatten_with_path(treedef.unflatten(range(treedef.num_leaves)))[0]]
+        parts.append(f"{name}={treedef!r}:" + ",".join(f"{p}->{n}" for p, n in zip(paths, names)))
+    return ";".join(parts)
+
+
 def static_suffix(static: dict[str, Any]) -> str:
     """File-name part for static argument values: readable when short, else a hash."""
-    if not static:
-        return ""
     import hashlib
 
-    text = ",".join(f"{k}={literal_text(v) or repr(v)}" for k, v in sorted(static.items()))
-    return ".static-" + hashlib.sha1(text.encode()).hexdigest()[:8]
+    suffix = ""
+    if static:
+        text = ",".join(f"{k}={literal_text(v) or repr(v)}" for k, v in sorted(static.items()))
+        suffix = ".static-" + hashlib.sha1(text.encode()).hexdigest()[:8]
+    trees = getattr(static, "trees", None)
+    if trees:  # one file per structure of the pytree arguments
+        suffix += ".tree-" + hashlib.sha1(trees_text(trees).encode()).hexdigest()[:8]
+    return suffix
 
 
 def generate(obj: Callable, transform: Transform, static: dict[str, Any] | None = None) -> Generated:
     """Write (or reuse) the generated file for ``transform`` applied to ``obj``."""
-    static = dict(static or {})
+    static = StaticArgs(static or {}, getattr(static, "trees", None), getattr(static, "differentiated", frozenset()))
     cap = capture(obj)
     from .rules import fingerprint as rules_fingerprint
 
     extra = f"{transform.label}|static=" + repr(sorted((k, literal_text(v) or repr(v)) for k, v in static.items()))
+    if static.trees:
+        extra += "|trees=" + trees_text(static.trees)
     extra += "|rules=" + rules_fingerprint(transform.name)
     dep_hash = callable_fingerprint(obj, extra)[:16]
     folder = cache_dir(cap)

@@ -32,6 +32,7 @@ from ..analysis.activity import Activity, Block, analyze, common_block, names_in
 from ..analysis.names import NameGen, scan
 from ..cache import ORIGIN_RE
 from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Param, Rule
+from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
 
 _CODE = cst.Module(body=[])
 
@@ -592,6 +593,21 @@ class Reverse:
         if op.rule is None:
             self.assigned(target.value, block)
             return
+        if op.rule.kind in ("elementwise", "vjp") and op.key not in RUNTIME_DERIVATIVES:
+            # a differentiated value passed where the rule gives no derivative would lose its
+            # share silently (np.clip's bounds); the runtime helpers' table says which of
+            # their arguments are only read for a shape
+            for param, expr in op.args.items():
+                if (
+                    isinstance(expr, cst.Name)
+                    and expr.value in self.act.active
+                    and param not in op.rule.templates
+                    and param not in SHAPE_ONLY.get(op.key, ())
+                ):
+                    names = [p.name.lstrip("*") for p in op.rule.params]
+                    nth = names.index(param) + 1 if param in names else 0
+                    where = f"argument {nth}" if nth else f"argument {param!r}"
+                    raise NoRuleError(f"{op.key} with respect to its {where} ({expr.value})", self.line)
         if op.rule.kind == "custom":
             res = self.gen.fresh(f"{target.value}_res", numbered=False)
             op.extra["res"] = res

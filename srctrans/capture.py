@@ -117,9 +117,15 @@ def unwrap(obj: Callable) -> tuple[types.FunctionType, str, tuple, dict]:
                 kind = "lambda"
             return obj, kind, args, kwargs
         else:
+            from .library_functions import as_python_function
+
+            wrapper = as_python_function(obj)  # np.sin itself: a one-line wrapper
+            if wrapper is not None:
+                obj = wrapper
+                continue
             raise TypeError(
-                f"srctrans transforms Python functions, lambdas, methods and functools.partial "
-                f"objects; got {type(obj).__name__} {obj!r}"
+                f"srctrans transforms Python functions, lambdas, methods, functools.partial "
+                f"objects and the NumPy functions it has a derivative rule for; got {type(obj).__name__} {obj!r}"
             )
 
 

@@ -216,3 +216,22 @@ def test_constructs_that_would_give_wrong_gradients_are_refused(make_module, nam
     with pytest.raises(srctrans.UnsupportedSyntaxError, match=message) as info:
         srctrans.grad(getattr(mod, name))(arg)
     assert info.value.filename == mod.__file__
+
+
+def test_grad_of_a_numpy_function_itself():
+    import math
+
+    assert srctrans.grad(np.sin)(1.0) == pytest.approx(np.cos(1.0))
+    assert srctrans.grad(srctrans.grad(np.tanh))(1.0) == pytest.approx(-0.6396999, abs=2e-7)
+    np.testing.assert_allclose(srctrans.grad(np.sum)(np.ones(3)), np.ones(3))
+    assert srctrans.jit(srctrans.grad(math.exp))(1.0) == pytest.approx(math.e)
+    with pytest.raises(TypeError, match="derivative rule for"):
+        srctrans.grad(np.fft.fft)
+
+
+def test_grad_of_grad_to_third_order_and_its_limits(m):
+    d3 = srctrans.grad(srctrans.grad(srctrans.grad(m.tanh_by_exp)))
+    t = np.tanh(1.0)
+    assert d3(1.0) == pytest.approx(-2.0 * (1.0 - t * t) * (1.0 - 3.0 * t * t), rel=1e-9)
+    with pytest.raises(TypeError, match="value_and_grad returns a pair"):
+        srctrans.grad(srctrans.value_and_grad(m.tanh_by_exp))

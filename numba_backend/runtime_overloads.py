@@ -1104,22 +1104,32 @@ def _sinc_grad1(x):
     return (np.cos(px) * px - np.sin(px)) / (px * px) * np.pi
 
 
-@overload(rt.sinc_grad)
-def _ov_sinc_grad(x):
-    _check_elementwise("sinc_grad", x)
-    if _is_scalar(x):
-        return lambda x: _sinc_grad1(float(x))
+def _real_unary(name: str, scalar, keep_float32: bool = False) -> None:
+    """Register the overload of ``rt.<name>``: ``scalar`` (a jitted float -> float) on a number or
+    on every element of an array (float64 results; float32 kept when ``keep_float32``)."""
 
-    def impl(x):
-        out = np.empty(x.shape, np.float64)
-        of = out.reshape(out.size)
-        i = 0
-        for v in x.flat:
-            of[i] = _sinc_grad1(float(v))
-            i += 1
-        return out
+    @overload(getattr(rt, name))
+    def _ov(x):
+        _check_elementwise(name, x)
+        if isinstance(x, types.Complex) or (isinstance(x, types.Array) and isinstance(x.dtype, types.Complex)):
+            raise TypingError(f"srctrans.runtime.{name}: complex arguments are not supported under jit")
+        if _is_scalar(x):
+            return lambda x: scalar(float(x))
+        dt = np.dtype(np.float32) if keep_float32 and x.dtype == types.float32 else np.dtype(np.float64)
 
-    return impl
+        def impl(x):
+            out = np.empty(x.shape, dt)
+            of = out.reshape(out.size)
+            i = 0
+            for v in x.flat:
+                of[i] = scalar(float(v))
+                i += 1
+            return out
+
+        return impl
+
+
+_real_unary("sinc_grad", _sinc_grad1)
 
 
 @register_jitable
@@ -1149,27 +1159,7 @@ def _digamma1(x):
     return r + math.log(x) - 0.5 / x + t
 
 
-@overload(rt.digamma)
-def _ov_digamma(x):
-    _check_elementwise("digamma", x)
-    if _is_scalar(x):
-        if isinstance(x, types.Complex):
-            raise TypingError("srctrans.runtime.digamma: complex arguments are not supported under jit")
-        return lambda x: _digamma1(float(x))
-    if isinstance(x.dtype, types.Complex):
-        raise TypingError("srctrans.runtime.digamma: complex arguments are not supported under jit")
-    dt = np.dtype(np.float32) if x.dtype == types.float32 else np.dtype(np.float64)
-
-    def impl(x):
-        out = np.empty(x.shape, dt)
-        of = out.reshape(out.size)
-        i = 0
-        for v in x.flat:
-            of[i] = _digamma1(float(v))
-            i += 1
-        return out
-
-    return impl
+_real_unary("digamma", _digamma1, keep_float32=True)
 
 
 # --- diag ---
@@ -1351,22 +1341,7 @@ def _sinc_grad2_1(x):
     return ((2.0 - p * p) * np.sin(p) - 2.0 * p * np.cos(p)) / (p * p * p) * (np.pi * np.pi)
 
 
-@overload(rt.sinc_grad2)
-def _ov_sinc_grad2(x):
-    _check_elementwise("sinc_grad2", x)
-    if _is_scalar(x):
-        return lambda x: _sinc_grad2_1(float(x))
-
-    def impl(x):
-        out = np.empty(x.shape, np.float64)
-        of = out.reshape(out.size)
-        i = 0
-        for v in x.flat:
-            of[i] = _sinc_grad2_1(float(v))
-            i += 1
-        return out
-
-    return impl
+_real_unary("sinc_grad2", _sinc_grad2_1)
 
 
 @register_jitable
@@ -1398,26 +1373,7 @@ def _trigamma1(x):
     return r + sign * t
 
 
-@overload(rt.trigamma)
-def _ov_trigamma(x):
-    _check_elementwise("trigamma", x)
-    if _is_scalar(x):
-        if isinstance(x, types.Complex):
-            raise TypingError("srctrans.runtime.trigamma: complex arguments are not supported under jit")
-        return lambda x: _trigamma1(float(x))
-    if isinstance(x.dtype, types.Complex):
-        raise TypingError("srctrans.runtime.trigamma: complex arguments are not supported under jit")
-
-    def impl(x):
-        out = np.empty(x.shape, np.float64)  # as scipy's polygamma(1, x), float32 x too
-        of = out.reshape(out.size)
-        i = 0
-        for v in x.flat:
-            of[i] = _trigamma1(float(v))
-            i += 1
-        return out
-
-    return impl
+_real_unary("trigamma", _trigamma1)  # float64, as scipy's polygamma(1, x)
 
 
 @register_jitable

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from ..analysis.activity import targets_of
 from ..analysis.names import NameGen, scan
 
 
@@ -281,7 +282,7 @@ def _check_for_targets(stmts: list, outer_rest: list) -> None:
         if isinstance(stmt, cst.For):
             breaks = any("break" in _jumps(s) or "return" in _jumps(s) for s in stmt.body.body)
             if breaks:
-                targets = set(scan_targets(stmt.target))
+                targets = set(targets_of(stmt.target))
                 rest = stmts[k + 1:] + outer_rest
                 read = _reads_after(rest, -1, targets)
                 if read:
@@ -297,14 +298,6 @@ def _check_for_targets(stmts: list, outer_rest: list) -> None:
         elif isinstance(stmt, cst.If):
             for branch in _branches(stmt):
                 _check_for_targets(branch, stmts[k + 1:] + outer_rest)
-
-
-def scan_targets(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for el in target.elements for n in scan_targets(el.value)]
-    return []
 
 
 class _IndexLoops(cst.CSTTransformer):

@@ -50,7 +50,9 @@ def cache_dir(cap: Captured) -> Path:
     if config.cache_dir:
         return _shared_subfolder(Path(config.cache_dir), cap)
     if cap.is_real_file:
-        beside = Path(os.path.dirname(os.path.abspath(cap.filename))) / FOLDER
+        folder = Path(os.path.dirname(os.path.abspath(cap.filename)))
+        # a generated file transformed again (grad(grad(f))) keeps its files beside it
+        beside = folder if folder.name == FOLDER else folder / FOLDER
         if _writable_dir(beside):
             return beside
     return _shared_subfolder(user_cache_root(), cap)

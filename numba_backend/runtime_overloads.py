@@ -925,12 +925,30 @@ def _ov_getitem_grad(g, x, index):
     )
 
 
+@register_jitable
+def _check_unique(index):
+    """Refuse an index array that repeats an entry (which write wins is not differentiable)."""
+    order = np.sort(index.ravel())
+    for k in range(1, order.size):
+        if order[k] == order[k - 1]:
+            raise ValueError("srctrans: writing through an index array with repeated entries is not supported")
+
+
+def _unique_check(index):
+    """The uniqueness check for ``index``'s type: a no-op unless it is an integer array."""
+    if isinstance(index, types.Array) and isinstance(index.dtype, types.Integer):
+        return _check_unique
+    return register_jitable(lambda index: None)
+
+
 @overload(rt.at_set)
 def _ov_at_set(x, index, v):
     if not isinstance(x, types.Array):
         raise TypingError(f"srctrans.runtime.at_set: x must be an array, got {x}")
+    check = _unique_check(index)
 
     def impl(x, index, v):
+        check(index)
         out = x.copy()
         out[index] = v
         return out
@@ -957,8 +975,10 @@ def _ov_at_add(x, index, v):
 def _ov_at_multiply(x, index, v):
     if not isinstance(x, types.Array):
         raise TypingError(f"srctrans.runtime.at_multiply: x must be an array, got {x}")
+    check = _unique_check(index)
 
     def impl(x, index, v):
+        check(index)
         out = x.copy()
         out[index] = out[index] * v
         return out
@@ -994,10 +1014,7 @@ def _ov_setitem_grad(g, index, v):
     if isinstance(index, types.Array) and isinstance(index.dtype, types.Integer) and index.ndim == 1:
 
         def impl_rows(g, index, v):
-            order = np.sort(index)
-            for k in range(1, order.size):
-                if order[k] == order[k - 1]:
-                    raise ValueError("srctrans: writing through an index array with repeated entries is not differentiated")
+            _check_unique(index)
             taken = g[index]
             g[index] = 0.0
             return rt.unbroadcast(taken, v)

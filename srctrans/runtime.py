@@ -185,14 +185,15 @@ def getitem_grad(g, x, index):
     return out
 
 
-def _unique_rows(index) -> None:
+def _unique_rows(index, what: str) -> None:
+    """Refuse an index array that repeats an entry (which write wins is not differentiable)."""
     if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and np.unique(index).size != index.size:
-        raise ValueError("srctrans: .at[index].set/.multiply through an index array with repeated entries is not supported")
+        raise ValueError(f"srctrans: {what} through an index array with repeated entries is not supported")
 
 
 def at_set(x, index, v):
     """``x.at[index].set(v)``, as in JAX: a copy of ``x`` with ``v`` written at ``index``."""
-    _unique_rows(index)
+    _unique_rows(index, ".at[index].set")
     out = np.copy(x)
     out[index] = v
     return out
@@ -207,7 +208,7 @@ def at_add(x, index, v):
 
 def at_multiply(x, index, v):
     """``x.at[index].multiply(v)``: a copy of ``x`` multiplied by ``v`` at ``index``."""
-    _unique_rows(index)
+    _unique_rows(index, ".at[index].multiply")
     out = np.copy(x)
     out[index] = out[index] * v
     return out
@@ -224,8 +225,7 @@ def setitem_grad(g, index, v):
     The written elements of ``y`` no longer reach the output, so their part of ``g`` moves
     to ``v`` (summed down to ``v``'s shape) and ``g[index]`` becomes zero, in place.
     """
-    if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and np.unique(index).size != index.size:
-        raise ValueError("srctrans: writing through an index array with repeated entries is not differentiated")
+    _unique_rows(index, "a differentiated write")
     taken = np.array(g[index], copy=True)
     g[index] = 0.0
     return unbroadcast(taken, v)

@@ -117,3 +117,15 @@ def test_the_adjoint_file_reads_like_the_writes(m):
     text = srctrans.source(srctrans.grad(m.scale_first, argnums=(0, 1)))
     assert "x = np.copy(x)" in text
     assert "rt.setitem_grad(x_bar, 0, " in text
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_at_set_through_a_repeated_index_is_refused(compiled):
+    def repeated_at(x, w):
+        return np.sum(x.at[np.array([0, 0])].set(w) * x)
+
+    g = srctrans.grad(repeated_at, argnums=1)
+    if compiled:
+        g = srctrans.jit(g)
+    with pytest.raises(ValueError, match="repeated entries"):
+        g(np.ones(3), 2.0)

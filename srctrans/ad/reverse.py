@@ -22,6 +22,7 @@ of the backward sweep of the block that defines ``v``, and each reassignment of
 from __future__ import annotations
 
 import importlib
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -1391,12 +1392,12 @@ def _pure_call(call: cst.Call, resolve) -> bool:
     return obj is not _LOCAL and obj is not None and id(obj) in _rule_keys_by_id()
 
 
-_WRITTEN: dict[int, frozenset[int]] = {}
+_WRITTEN: dict[types.CodeType, frozenset[int]] = {}  # keyed by the code object itself: ids get reused
 
 
 def _written_params(fn) -> frozenset[int]:
     """Positions of the parameters user function ``fn`` writes into (``x[i] = ...``), directly."""
-    key = id(fn.__code__)
+    key = fn.__code__
     if key not in _WRITTEN:
         from ..capture import capture
         from ..parse import parse_function

@@ -501,6 +501,22 @@ def _ov_grad_seed(out):
     raise TypingError(f"srctrans.runtime.grad_seed: expected a number or an array, got {out}")
 
 
+@overload(rt.tape)
+def _ov_tape(v, n):
+    if _is_scalar(v):  # numbers: one array, no boxes
+        dtype = as_dtype(v)
+
+        def impl(v, n):
+            return np.empty(n, dtype)
+
+        return impl
+
+    def impl(v, n):  # arrays and tuples: references, whatever their shapes
+        return [v] * n
+
+    return impl
+
+
 @overload(rt.zeros_like)
 def _ov_zeros_like(x):
     if isinstance(x, types.BaseTuple):  # a tuple of zeros, one per element

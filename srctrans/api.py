@@ -503,9 +503,9 @@ class Grad(Jitted):
             return
         params = [m for m in spec.gen.meta["params"] if m[0] in ("arg", "attr", "leaf")]
         for m, value in zip(params, call_args):
-            if m[0] == "attr" or m[1] not in self._wrt or value is None:
+            if type(value) is float or m[0] == "attr" or m[1] not in self._wrt or value is None:
                 continue
-            dtype = np.asarray(value).dtype
+            dtype = value.dtype if type(value) is np.ndarray else np.asarray(value).dtype
             if dtype.kind in "fc":
                 continue
             allow = "(pass allow_int=True to get zero gradients for integers)"

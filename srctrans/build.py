@@ -250,6 +250,7 @@ def _differentiate(
             always_tuple,
             custom_names,
             grads_only=bool(options.get("grads_only")) and not always_tuple,
+            growable=bool(options.get("grads_only")),  # the next grad pushes and pops its tapes
         )
     except NoRuleError as err:
         raise _at_line(pf, NoDerivativeError, err.line, f"no derivative rule for {err.what}",

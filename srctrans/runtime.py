@@ -214,6 +214,15 @@ def at_multiply(x, index, v):
     return out
 
 
+def tape(v, n):
+    """Room for ``n`` saved values like ``v``, filled by index (``t[trip] = v``) in a loop that runs ``n`` times.
+
+    Here a list of ``n`` places, which holds values of any type and shape; compiled, numbers
+    go into one array of ``v``'s type (``v`` is the value the first trip saves).
+    """
+    return [v] * n
+
+
 def snapshot(v):
     """A copy of ``v`` as it is now (a view changes when its array is written); numbers as they are."""
     return v.copy() if isinstance(v, np.ndarray) else v

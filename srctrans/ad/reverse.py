@@ -31,6 +31,7 @@ import libcst as cst
 
 from ..analysis.activity import Activity, Block, analyze, common_block, names_in, targets_of
 from ..analysis.names import NameGen, scan
+from ..analysis.shapes import same_shapes
 from ..cache import ORIGIN_RE
 from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Param, Rule
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
@@ -106,6 +107,7 @@ class _Save:
     store: str
     at: tuple[int, bool]  # (statement id, after the statement?)
     local: str | None = None  # the name it is popped into on the way back
+    loop: int | None = None  # kind "indexed": id of the range loop whose trips index the tape
     copy: bool = True  # an array written in place is copied, unless only its shape is read
 
 
@@ -118,6 +120,9 @@ class Op:
     args: dict[str, cst.BaseExpression] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)  # custom_vjp: fwd, bwd and residual names
+    # elementwise: operands whose adjoint needs no ``unbroadcast`` (None) or takes the shape of
+    # another value at hand (its name); see :mod:`srctrans.analysis.shapes`
+    shapes: dict[str, str | None] = field(default_factory=dict)
 
 
 # --- the transformation ---------------------------------------------------------------
@@ -139,8 +144,10 @@ class Reverse:
         always_tuple: bool = False,
         custom_names: Callable[[Any], tuple[str, str] | None] | None = None,
         grads_only: bool = False,
+        growable: bool = False,
     ) -> None:
         self.grads_only = grads_only  # return the adjoints alone (a file another grad differentiates)
+        self.growable = growable  # every tape a list pushed and popped (a file another grad differentiates)
         self.custom_names = custom_names
         self.np_name = np_name
         self.callee_vjp = callee_vjp
@@ -171,6 +178,9 @@ class Reverse:
         self.versions: dict[tuple[int, str], int] = {}
         self.tapes: list[str] = []
         self.counters: dict[int, tuple[str, str]] = {}  # id(loop) -> (counter, saved name)
+        self.ranged: set[int] = set()  # loops over range(...): their trip count is known before they run
+        self.indexed: dict[int, int] = {}  # body block of a range loop (outside loops) -> id(loop)
+        self.trip: dict[int, str] = {}  # id(loop) -> the trip number that indexes its preallocated tapes
         self.bar_names: dict[str, str] = {}
         self.started: set[str] = set()  # adjoints written so far (for first-assignment)
         self.lines: list[str] = []
@@ -215,6 +225,20 @@ class Reverse:
         except (NoRuleError, NotDifferentiable):
             return False  # decided later, with a located error if it turns out active
         return op is not None and op.rule is not None and op.rule.kind == "nondiff"
+
+    def _counts(self, loop: cst.For) -> bool:
+        """Is ``loop`` a loop over ``range(...)`` (its trip count known before it runs)?"""
+        return isinstance(loop.iter, cst.Call) and self.resolve(loop.iter.func) is range
+
+    def _elementwise(self, value: cst.BaseExpression):
+        """For the shape analysis: (is ``value`` an elementwise operation, its arguments), or None."""
+        try:
+            op = self.op_of(value)
+        except (NoRuleError, NotDifferentiable):
+            return None
+        if op is None or op.rule is None:
+            return None
+        return op.rule.kind == "elementwise", op.args
 
     def op_of(self, value: cst.BaseExpression) -> Op | None:
         """The rule and arguments of an ANF right-hand side; None for constants."""
@@ -451,11 +475,22 @@ class Reverse:
             return
         if block.in_loop:
             store = self.gen.fresh(f"{plain}_tape", numbered=False)
-            self.tapes.append(store)
-            self.records[key] = _Save("tape", store, (stmt_id, name.startswith("@")), copy=not shape_only)
+            self.records[key] = self._tape(store, block, (stmt_id, name.startswith("@")))
+            self.records[key].copy = not shape_only
         else:
             store = self.gen.fresh(plain, numbered=False)
             self.records[key] = _Save("snap", store, (stmt_id, name.startswith("@")), copy=not shape_only)
+
+    def _tape(self, store: str, block: Block, at: tuple[int, bool]) -> _Save:
+        """A tape for values saved in loop body ``block``: preallocated when a range loop's
+        trip count is known before it runs and every trip saves; else a list pushed and popped."""
+        loop = self.indexed.get(block.ident)
+        if loop is None:
+            self.tapes.append(store)
+            return _Save("tape", store, at)
+        if loop not in self.trip:
+            self.trip[loop] = self.gen.fresh("trip", numbered=False)
+        return _Save("indexed", store, at, loop=loop)
 
     def assigned(self, name: str, block: Block) -> None:
         """``name`` gets a new value in ``block``: later readers need a save of their own."""
@@ -518,6 +553,12 @@ class Reverse:
             self.counters[id(stmt)] = (counter, saved)
             self._check_carried(stmt)
             child = self.act.block_of[id(stmt.body.body)]
+            # no loop ends early here (the control pass made jumps into flags): a loop over
+            # range(...) runs len(range(...)) trips, so its tapes can be allocated whole
+            if isinstance(stmt, cst.For) and self._counts(stmt):
+                self.ranged.add(id(stmt))
+                if not block.in_loop and not self.growable:
+                    self.indexed[child.ident] = id(stmt)
             self.plan(stmt.body.body, child)
             for n in _assigned_in(stmt):
                 self.assigned(n, block)
@@ -614,16 +655,17 @@ class Reverse:
             op.extra["res"] = res
             if block.in_loop:  # one residual per iteration, kept on a tape
                 store = self.gen.fresh(f"{res}_tape", numbered=False)
-                self.tapes.append(store)
                 key = (block.ident, res, 0)
-                self.records[key] = _Save("tape", store, (sid, True))
+                self.records[key] = self._tape(store, block, (sid, True))
                 self.reader[(sid, "@" + res)] = key
             self.assigned(target.value, block)
             return
         # the values the templates of the active operands read
         read: set[str] = set(op.args) if op.rule.kind == "callee" else set()
         shape_read: set[str] = set()  # parameters read only for their shape and dtype
+        witnesses: set[str] = set()  # values of an operand's shape, read for that shape
         wants_ans = False
+        op.shapes = self.shapes.get(sid, {})
         for param, template in op.rule.templates.items():
             expr = op.args.get(param)
             if op.rule.kind != "callee" and isinstance(expr, cst.Name) and expr.value in self.act.active:
@@ -632,13 +674,18 @@ class Reverse:
                 if op.rule.kind == "elementwise" and len(op.args) > 1 and all(
                     isinstance(e, cst.Name) for e in op.args.values()
                 ):
-                    shape_read.add(param)  # unbroadcast reads the operand's shape
+                    if param not in op.shapes:
+                        shape_read.add(param)  # unbroadcast reads the operand's shape
+                    elif op.shapes[param] is not None:
+                        witnesses.add(op.shapes[param])
         shape_read = (shape_read - read) | (read & SHAPE_ONLY.get(op.key, frozenset()))
         for param in sorted(read | shape_read):
             expr = op.args.get(param)
             if expr is not None:
                 for n in sorted(names_in(expr)):
                     self.need(sid, n, block, shape_only=param in shape_read)
+        for n in sorted(witnesses):
+            self.need(sid, n, block, shape_only=True)
         self.assigned(target.value, block)
         if wants_ans:  # the result itself, as it is just after this statement
             self.need(sid, "@" + target.value, block)
@@ -722,25 +769,38 @@ class Reverse:
                     self.forward(stmt.orelse.body.body, depth + 1)
             elif isinstance(stmt, (cst.For, cst.While)):
                 counter, saved = self.counters[id(stmt)]
-                self.emit(f"{counter} = 0", depth)
+                ranged = id(stmt) in self.ranged
+                trip = self.trip.get(id(stmt))
+                self.emit(f"{counter} = len({code(stmt.iter)})" if ranged else f"{counter} = 0", depth)
+                if trip is not None:
+                    self.emit(f"{trip} = 0", depth)
                 if isinstance(stmt, cst.For):
                     self.emit(f"for {code(stmt.target)} in {code(stmt.iter)}:", depth)
                 else:
                     self.emit(f"while {code(stmt.test)}:", depth)
-                self.emit(f"{counter} += 1", depth + 1)
+                if not ranged:
+                    self.emit(f"{counter} += 1", depth + 1)
                 self.forward(stmt.body.body, depth + 1)
+                if trip is not None:
+                    self.emit(f"{trip} += 1", depth + 1)
                 if saved != counter:
                     self.emit(f"{saved}.append({counter})", depth)
 
     def _saves(self, sid: int, depth: int, after: bool) -> None:
-        for key, save in self.records.items():
-            if save.at != (sid, after):
-                continue
+        here = [(key, save) for key, save in self.records.items() if save.at == (sid, after)]
+        indexed = [(key, save) for key, save in here if save.kind == "indexed"]
+        if indexed:  # preallocated by the first trip, which knows what it saves
+            self.emit(f"if {self.trip[indexed[0][1].loop]} == 0:", depth)
+            for key, save in indexed:
+                self.emit(f"{save.store} = rt.tape({key[1]}, {self.counters[save.loop][0]})", depth + 1)
+        for key, save in here:
             value = key[1]
             if key[1] in self.mutated and save.copy:  # written in place later: keep a copy
                 value = f"rt.snapshot({value})" if key[1] in self.views else f"{value}.copy()"
             if save.kind == "snap":
                 self.emit(f"{save.store} = {value}", depth)
+            elif save.kind == "indexed":
+                self.emit(f"{save.store}[{self.trip[save.loop]}] = {value}", depth)
             else:
                 self.emit(f"{save.store}.append({value})", depth)
 
@@ -876,7 +936,11 @@ class Reverse:
             if not body_lines:
                 return
             trips = f"{saved}.pop()" if saved != counter else counter
-            self.emit(f"for _ in range({trips}):", depth)
+            trip = self.trip.get(id(stmt))
+            if trip is not None:  # the trips again, last first: they index the tapes
+                self.emit(f"for {trip} in range({trips} - 1, -1, -1):", depth)
+            else:
+                self.emit(f"for _ in range({trips}):", depth)
             self.lines.extend(body_lines)
 
     def _read(self, sid: int, name: str, depth: int) -> str:
@@ -889,7 +953,10 @@ class Reverse:
             return save.store
         if save.local is None:
             save.local = self.gen.fresh(key[1], numbered=False)
-            self.emit(f"{save.local} = {save.store}.pop()", depth)
+            if save.kind == "indexed":
+                self.emit(f"{save.local} = {save.store}[{self.trip[save.loop]}]", depth)
+            else:
+                self.emit(f"{save.local} = {save.store}.pop()", depth)
         return save.local
 
     def _backward_small(self, small, block: Block, depth: int) -> None:
@@ -1078,8 +1145,10 @@ class Reverse:
                 partial = partial.replace("np.", self.np_name + ".")
             if op.rule.kind == "elementwise":
                 contribution = _times(g, partial)
-                if binary:
+                if binary and param not in op.shapes:
                     contribution = f"rt.unbroadcast({contribution}, {fill[param]})"
+                elif binary and op.shapes[param] is not None:  # the shape of another value at hand
+                    contribution = f"rt.unbroadcast({contribution}, {values.get(op.shapes[param], op.shapes[param])})"
             else:
                 contribution = partial
             self.contribute(expr.value, contribution, depth, block)
@@ -1130,6 +1199,11 @@ class Reverse:
         if self.has_aux and isinstance(value, cst.Tuple) and value.elements:
             value = value.elements[0].value
         self.useful = self.act.useful(names_in(value) if value is not None else set())
+        self.analyzing = True  # looking at the operations only: no callee adjoints yet
+        try:
+            self.shapes = same_shapes(self.body, self._elementwise, self._counts)
+        finally:
+            self.analyzing = False
         self._register_branches(self.body)
         self.plan(self.body, self.top)
         self.seed_param = ""
@@ -1501,7 +1575,7 @@ def _check_single_return(stmts: list, rev: Reverse) -> None:
 
 def reverse(
     node, resolve, wrt, seed, has_aux, name, np_name="np", callee_vjp=None, always_tuple=False, custom_names=None,
-    grads_only=False,
+    grads_only=False, growable=False,
 ) -> cst.FunctionDef:
     """The adjoint of ``node`` (ANF) with respect to the parameters ``wrt``.
 
@@ -1509,5 +1583,5 @@ def reverse(
     (and arranges for it to be generated), or returns None when it cannot be.
     """
     return Reverse(
-        node, resolve, wrt, seed, has_aux, name, np_name, callee_vjp, always_tuple, custom_names, grads_only
+        node, resolve, wrt, seed, has_aux, name, np_name, callee_vjp, always_tuple, custom_names, grads_only, growable
     ).run()

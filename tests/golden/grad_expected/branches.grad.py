@@ -36,13 +36,13 @@ def f_grad(x, w):
         # branches.py:8  elif s > -1.0:
         if t2:
             # branches.py:9  r = s * s + w
-            t3_bar = rt.unbroadcast(r_bar, t3)
+            t3_bar = rt.unbroadcast(r_bar, s)
             w_bar = w_bar + rt.unbroadcast(r_bar, w)
-            s_bar = s_bar + rt.unbroadcast(t3_bar * s, s)
-            s_bar = s_bar + rt.unbroadcast(t3_bar * s, s)
+            s_bar = s_bar + t3_bar * s
+            s_bar = s_bar + t3_bar * s
         else:
             # branches.py:11  r = np.exp(s) * w
-            t4_bar = rt.unbroadcast(r_bar * w, t4)
+            t4_bar = rt.unbroadcast(r_bar * w, s)
             w_bar = w_bar + rt.unbroadcast(r_bar * t4, w)
             s_bar = s_bar + t4_bar * t4
     # branches.py:5  s = np.sum(x)

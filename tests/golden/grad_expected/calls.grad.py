@@ -31,8 +31,8 @@ def f_grad(W1, W2, x):
     # calls.py:11  return np.sum(o * o)
     out_bar = rt.grad_seed(out)
     t1_bar = rt.sum_grad(out_bar, t1, None, False)
-    o_bar = rt.unbroadcast(t1_bar * o, o)
-    o_bar = o_bar + rt.unbroadcast(t1_bar * o, o)
+    o_bar = t1_bar * o
+    o_bar = o_bar + t1_bar * o
     # calls.py:10  o = layer(W2, h)
     layer_vjp_out, layer_vjp_bars = layer_vjp(W2, h, o_bar)
     layer_W_bar, layer_x_bar = layer_vjp_bars

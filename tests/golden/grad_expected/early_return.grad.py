@@ -35,10 +35,10 @@ def f_grad(x):
             y_bar = y_bar + result_bar
         else:
             # early_return.py:10  return math.sin(y) * x
-            t3_bar = rt.unbroadcast(result_bar * x, t3)
-            x_bar = x_bar + rt.unbroadcast(result_bar * t3, x)
+            t3_bar = result_bar * x
+            x_bar = x_bar + result_bar * t3
             y_bar = y_bar + t3_bar * math.cos(y)
         # early_return.py:7  y = x * x
-        x_bar = x_bar + rt.unbroadcast(y_bar * x, x)
-        x_bar = x_bar + rt.unbroadcast(y_bar * x, x)
+        x_bar = x_bar + y_bar * x
+        x_bar = x_bar + y_bar * x
     return result, x_bar

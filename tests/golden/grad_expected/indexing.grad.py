@@ -24,8 +24,8 @@ def f_grad(x):
     t6_bar = rt.unbroadcast(out_bar, t6)
     picks_bar = rt.sum_grad(t6_bar, picks, None, False)
     t4_bar = rt.sum_grad(t5_bar, t4, None, False)
-    tail_bar = rt.unbroadcast(t4_bar * tail, tail)
-    tail_bar = tail_bar + rt.unbroadcast(t4_bar * tail, tail)
+    tail_bar = t4_bar * tail
+    tail_bar = tail_bar + t4_bar * tail
     # indexing.py:7  picks = x[np.array([0, 2, 2])]
     x_bar = rt.getitem_grad(picks_bar, x, t3)
     # indexing.py:6  tail = x[1:] * first

@@ -18,8 +18,8 @@ def f_grad(W, b, x):
     out_bar = rt.grad_seed(out)
     num_bar = rt.unbroadcast(out_bar / den, num)
     t3_bar = rt.sum_grad(num_bar, t3, None, False)
-    h_bar = rt.unbroadcast(t3_bar * h, h)
-    h_bar = h_bar + rt.unbroadcast(t3_bar * h, h)
+    h_bar = t3_bar * h
+    h_bar = h_bar + t3_bar * h
     # mlp.py:5  h = np.tanh(W @ x + b)
     t2_bar = h_bar * (1.0 - h * h)
     t1_bar = rt.unbroadcast(t2_bar, t1)

@@ -7,24 +7,20 @@ def f_grad(A):
     i_tape = []
     j_tape = []
     t5_tape = []
-    t6_tape = []
     t7_tape = []
     total_tape = []
-    t8_tape = []
     # nested.py:5  total = 0.0
     total = 0.0
     # nested.py:6  for i in range(A.shape[0]):
     t1 = A.shape
     t2 = t1[0]
-    trips = 0
+    trips = len(range(t2))
     for i in range(t2):
-        trips += 1
         # nested.py:7  for j in range(A.shape[1]):
         t3 = A.shape
         t4 = t3[1]
-        trips_1 = 0
+        trips_1 = len(range(t4))
         for j in range(t4):
-            trips_1 += 1
             # nested.py:8  total = total + np.sin(A[i, j]) * (i - j)
             i_tape.append(i)
             j_tape.append(j)
@@ -32,11 +28,9 @@ def f_grad(A):
             t5_tape.append(t5)
             t6 = np.sin(t5)
             t7 = i - j
-            t6_tape.append(t6)
             t7_tape.append(t7)
             t8 = t6 * t7
             total_tape.append(total)
-            t8_tape.append(t8)
             total = total + t8
         trips_1_tape.append(trips_1)
     # nested.py:9  return total
@@ -51,14 +45,12 @@ def f_grad(A):
         for _ in range(trips_1_tape.pop()):
             # nested.py:8  total = total + np.sin(A[i, j]) * (i - j)
             total_1 = total_tape.pop()
-            t8_1 = t8_tape.pop()
+            t5_1 = t5_tape.pop()
             total_bar_1 = total_bar
             total_bar = rt.unbroadcast(total_bar_1, total_1)
-            t8_bar = rt.unbroadcast(total_bar_1, t8_1)
-            t6_1 = t6_tape.pop()
+            t8_bar = rt.unbroadcast(total_bar_1, t5_1)
             t7_1 = t7_tape.pop()
-            t6_bar = rt.unbroadcast(t8_bar * t7_1, t6_1)
-            t5_1 = t5_tape.pop()
+            t6_bar = t8_bar * t7_1
             t5_bar = t6_bar * np.cos(t5_1)
             i_1 = i_tape.pop()
             j_1 = j_tape.pop()

@@ -45,9 +45,9 @@ def f_grad(a):
         x_bar_1 = x_bar
         t8_bar = x_bar_1 * 0.5
         x_bar = rt.zeros_like(x_1)
-        t7_1 = t7_tape.pop()
         x_bar = x_bar + rt.unbroadcast(t8_bar, x_1)
-        t7_bar = rt.unbroadcast(t8_bar, t7_1)
+        t7_bar = t8_bar
+        t7_1 = t7_tape.pop()
         a_bar = a_bar + rt.unbroadcast(t7_bar / x_1, a)
         x_bar = x_bar + rt.unbroadcast(t7_bar * (-t7_1 / x_1), x_1)
     # newton.py:2  x = a

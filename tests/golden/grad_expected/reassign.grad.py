@@ -33,12 +33,12 @@ def f_grad(x):
     # reassign.py:9  s += np.sum(y)
     s_bar_2 = s_bar
     s_bar = rt.unbroadcast(s_bar_2, s_1)
-    t1_bar = rt.unbroadcast(s_bar_2, t1)
+    t1_bar = s_bar_2
     y_bar = y_bar + rt.sum_grad(t1_bar, y_3, None, False)
     # reassign.py:7  y = y * x
     y_bar_1 = y_bar
-    y_bar = rt.unbroadcast(y_bar_1 * x, y_2)
-    x_bar = rt.unbroadcast(y_bar_1 * y_2, x)
+    y_bar = y_bar_1 * x
+    x_bar = y_bar_1 * y_2
     # reassign.py:6  y = np.sin(y)
     y_bar_2 = y_bar
     y_bar = y_bar_2 * np.cos(y_1)

@@ -7,20 +7,20 @@ def f_grad(W, h0, xs):
     t5_tape = []
     h_tape_1 = []
     h_tape_2 = []
-    t8_tape = []
-    t4_tape = []
     # rnn.py:5  h = h0
     h = h0
     # rnn.py:6  for t in range(xs.shape[0]):
     t1 = xs.shape
     t2 = t1[0]
-    trips = 0
+    trips = len(range(t2))
+    trip = 0
     for t in range(t2):
-        trips += 1
         # rnn.py:7  if t % 2 == 0:
         t3 = t % 2
         t4 = t3 == 0
-        t4_tape.append(t4)
+        if trip == 0:
+            t4_tape = rt.tape(t4, trips)
+        t4_tape[trip] = t4
         if t4:
             # rnn.py:8  h = np.tanh(W @ h + xs[t])
             h_tape.append(h)
@@ -35,8 +35,8 @@ def f_grad(W, h0, xs):
             t8 = h * 0.5
             t9 = xs[t]
             h_tape_2.append(h)
-            t8_tape.append(t8)
             h = t8 + t9
+        trip += 1
     # rnn.py:11  return np.sum(h * h)
     h_1 = h
     t10 = h * h
@@ -47,12 +47,12 @@ def f_grad(W, h0, xs):
     # rnn.py:11  return np.sum(h * h)
     out_bar = rt.grad_seed(out)
     t10_bar = rt.sum_grad(out_bar, t10, None, False)
-    h_bar = h_bar + rt.unbroadcast(t10_bar * h_1, h_1)
-    h_bar = h_bar + rt.unbroadcast(t10_bar * h_1, h_1)
+    h_bar = h_bar + t10_bar * h_1
+    h_bar = h_bar + t10_bar * h_1
     # rnn.py:6  for t in range(xs.shape[0]):
-    for _ in range(trips):
+    for trip in range(trips - 1, -1, -1):
         # rnn.py:7  if t % 2 == 0:
-        t4_1 = t4_tape.pop()
+        t4_1 = t4_tape[trip]
         if t4_1:
             # rnn.py:8  h = np.tanh(W @ h + xs[t])
             h_2 = h_tape.pop()
@@ -67,9 +67,8 @@ def f_grad(W, h0, xs):
         else:
             # rnn.py:10  h = h * 0.5 + xs[t]
             h_4 = h_tape_2.pop()
-            t8_1 = t8_tape.pop()
             h_bar_2 = h_bar
-            t8_bar = rt.unbroadcast(h_bar_2, t8_1)
+            t8_bar = rt.unbroadcast(h_bar_2, h_4)
             h_bar = rt.zeros_like(h_4)
             h_bar = h_bar + t8_bar * 0.5
     # rnn.py:5  h = h0

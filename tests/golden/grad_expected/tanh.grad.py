@@ -13,8 +13,8 @@ def f_grad(x):
     # --- backward ---
     # tanh.py:6  return (1.0 - y) / (1.0 + y)
     out_bar = rt.grad_seed(out)
-    num_bar = rt.unbroadcast(out_bar / den, num)
-    den_bar = rt.unbroadcast(out_bar * (-out / den), den)
+    num_bar = out_bar / den
+    den_bar = out_bar * (-out / den)
     y_bar = den_bar
     y_bar = y_bar + -num_bar
     # tanh.py:5  y = np.exp(-2.0 * x)

@@ -64,6 +64,7 @@ class _Specialization:
         self.trees = trees or {}
         self.layout = layout or []
         self.total = sum(1 if kind == "one" else 0 if kind is None else kind.num_leaves for _, kind in self.layout)
+        self.plain = all(kind == "one" for _, kind in self.layout)  # one gradient per argument, as returned
         params = gen.meta["params"]
         self.arity = sum(1 for m in params if m[0] in ("arg", "attr", "leaf"))
         self.returns = next((m[1] for m in params if m[0] == "returns"), None)
@@ -115,6 +116,8 @@ class _Specialization:
     def group(self, grads: Any) -> tuple:
         """The generated function's flat gradients, one per differentiated argument, in its structure."""
         flat = (grads,) if self.total == 1 else tuple(grads)
+        if self.plain:
+            return flat
         out: list[Any] = []
         i = 0
         for _, kind in self.layout:
@@ -492,11 +495,28 @@ class Grad(Jitted):
         jit_options = dict(jit_options or {})
         super().__init__(fn, **jit_options, _transform=Transform("grad", options), _compile=bool(jit_options))
         self._grad_args = dict(argnums=argnums, has_aux=has_aux, allow_int=allow_int, with_value=with_value)
+        self._fast_wrt: tuple[bool, ...] | None = None  # for each parameter: differentiated?
 
     def _prepare(self, args, kwargs, bound_args=None):
         spec, call_args = super()._prepare(args, kwargs, bound_args)
         self._check_inputs(spec, call_args)
         return spec, call_args
+
+    def _plain(self, args: tuple) -> bool:
+        """Arguments the compiled function takes as they are: numbers and arrays, floats where differentiated."""
+        if self._fast_wrt is None:
+            self._fast_wrt = tuple(m[1] in self._wrt for m in self._simple.gen.meta["params"])
+        for v, differentiated in zip(args, self._fast_wrt):
+            t = type(v)
+            if t is float:
+                continue
+            if t is np.ndarray:
+                if differentiated and v.dtype.kind not in "fc":
+                    return False  # the full path refuses it, naming the argument
+                continue
+            if differentiated or not (t is int or t is bool):
+                return False  # containers, None, integers to differentiate: the full path
+        return True
 
     def _check_inputs(self, spec, call_args) -> None:
         if self._allow_int:
@@ -519,6 +539,14 @@ class Grad(Jitted):
             )
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs and len(args) == self._fast_arity and not config.disable_jit and self._plain(args):
+            try:  # compiled, and called before: straight to the dispatcher
+                raw = fast(*args)
+            except Exception as err:
+                self._explain(self._simple, err)
+                raise
+            return self._result(self._simple, raw)
         spec = self._simple
         if spec is not None and not kwargs and self._direct and len(args) == spec.arity and not _any_tree(args, self._wrt):
             self._check_inputs(spec, args)

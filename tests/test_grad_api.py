@@ -145,6 +145,22 @@ def test_integer_argument_refused_unless_allowed(m):
     assert srctrans.grad(m.tanh_by_exp, allow_int=True)(1) == pytest.approx(0.4199743, abs=1e-7)
 
 
+def test_compiled_grad_checks_arguments_after_its_first_calls(m):
+    # later calls of a compiled grad go straight to the compiled function when the
+    # arguments are plain floats; anything else still takes the checked path
+    g = srctrans.jit(srctrans.grad(m.loss, argnums=(0, 1)))
+    w, x = np.array([0.1, 0.2, 0.3]), np.ones(3)
+    first = g(w, x, 3)
+    again = g(w, x, 3)
+    for a, c in zip(first, again):
+        np.testing.assert_array_equal(a, c)
+    with pytest.raises(TypeError, match="with respect to 'w' requires a float argument, got int64"):
+        g(np.ones(3, dtype=np.int64), x, 3)
+    with pytest.raises(TypeError, match="with respect to 'x' requires a float argument"):
+        g(w, 1, 3)
+    np.testing.assert_array_equal(g(w, x, np.int64(3))[0], first[0])  # not a plain int: the checked path
+
+
 def test_operation_without_rule_is_named_and_located(m):
     with pytest.raises(srctrans.NoDerivativeError, match="no derivative rule for numpy.fft") as info:
         srctrans.grad(m.no_rule)(np.ones(4))

@@ -5,7 +5,10 @@ Importing this module makes calls to ``srctrans.random.split``, ``fold_in``,
 the same results as the uncompiled functions, bit for bit.  The compiled code is
 built from the scalar kernels of ``srctrans.random`` (listed in its
 ``JITTABLE_KERNELS``), which are registered here as jittable functions: one loop
-over the flat output, one Threefry hash per element, no temporaries.
+over the flat output, one Threefry hash per element. ``normal`` runs in passes
+over the output and one temporary, so that LLVM vectorizes the branch-free ones
+(the hash, and the central polynomial of erfinv, which all but the tails take);
+the same operations in the same order, so the same bits.
 
 What compiles (anything else raises ``TypingError`` naming the argument):
 
@@ -285,21 +288,74 @@ def _ol_uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     return impl
 
 
+def _horner(name: str, coefs, fma):
+    """``name(w)``: the polynomial ``coefs`` (highest power first) by Horner's rule, one
+    fused multiply-add per coefficient, written out (no loop, no loads: LLVM vectorizes
+    a loop that calls it)."""
+    c = [repr(float(v)) for v in coefs]
+    lines = [f"def {name}(w):", f"    p = nptype({c[0]})"]
+    lines += [f"    p = fma(p, w, nptype({v}))" for v in c[1:]]
+    lines.append("    return p")
+    ns = {"fma": fma, "nptype": np.dtype(coefs.dtype).type}
+    exec("\n".join(lines), ns)  # noqa: S102 - the text is made from the constants above
+    return register_jitable(ns[name])
+
+
+# The central polynomial of erfinv, which all but about 0.2% (float64) or 0.6%
+# (float32) of normal draws take: w < 6.25 (float64), w < 5 (float32).
+_erfinv_center_f64 = _horner("_erfinv_center_f64", _r._ERFINV_F64_LT6_25, _llvm_fma_f64)
+_erfinv_center_f32 = _horner("_erfinv_center_f32", _r._ERFINV_F32_LT5, _llvm_fma_f32)
+
+
+@register_jitable
+def _normal_fill_f64(k0, k1, out, w):
+    """``out[i] = normal element i``, in passes that LLVM can vectorize where they have no branch."""
+    n = out.shape[0]
+    lo = _r._NORMAL_LO_F64
+    for i in range(n):  # the hash, a uniform draw in (-1, 1)
+        b0, b1 = _r._words_at(k0, k1, i)
+        out[i] = max(lo, _r._uniform01_f64_from_words(b0, b1) * _r._NORMAL_SPAN_F64 + lo)
+    for i in range(n):  # erfinv's w = -log1p(-x * x): a branch and a libm log, one at a time
+        x = out[i]
+        w[i] = -_r._log1p_f64(x * -x)
+    for i in range(n):  # the central polynomial for every element
+        out[i] = _r._SQRT2_F64 * (_erfinv_center_f64(w[i] - 3.125) * out[i])
+    for i in range(n):  # the tails (and x = -1), again in full
+        if not w[i] < 6.25:
+            out[i] = _r._normal_f64_at(k0, k1, i)
+
+
+@register_jitable
+def _normal_fill_f32(k0, k1, out, w):
+    n = out.shape[0]
+    lo = _r._NORMAL_LO_F32
+    for i in range(n):
+        b0, b1 = _r._words_at(k0, k1, i)
+        out[i] = max(lo, _r._uniform01_f32_from_words(b0, b1) * _r._NORMAL_SPAN_F32 + lo)
+    for i in range(n):
+        x = out[i]
+        w[i] = -_r._log1p_f32(x * -x)
+    for i in range(n):
+        out[i] = _r._SQRT2_F32 * (_erfinv_center_f32(w[i] - np.float32(2.5)) * out[i])
+    for i in range(n):
+        if not w[i] < np.float32(5.0):
+            out[i] = _r._normal_f32_at(k0, k1, i)
+
+
 @overload(_r.normal)
 def _ol_normal(key, shape=(), dtype=None):
     _check_key(key, "normal")
     to_shape = _shape_converter(shape, "normal")
     dt = _resolve_dtype(dtype, "normal", np.float64, (np.float32, np.float64))
     nptype = dt.type
-    at = _r._normal_f32_at if dt == np.float32 else _r._normal_f64_at
+    fill = _normal_fill_f32 if dt == np.float32 else _normal_fill_f64
 
     def impl(key, shape=(), dtype=None):
         k0, k1 = _key_words(key)
         shp = to_shape(shape)
         n = _check_shape_values(shp)
         out = np.empty(n, nptype)
-        for i in range(n):
-            out[i] = at(k0, k1, i)
+        fill(k0, k1, out, np.empty(n, nptype))
         return out.reshape(shp)
     return impl
 

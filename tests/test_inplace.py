@@ -47,6 +47,20 @@ def repeated_write(x):
     y = np.zeros(4)
     y[np.array([1, 1])] = x
     return np.sum(y)
+
+
+def written_in_a_loop(w):
+    y = np.ones(4)
+    for i in range(1, 4):
+        y[i] = np.sin(w * y[i - 1]) + w
+    y[1:3] *= w
+    return np.sum(y * y)
+
+
+def repeated_write_scalar(w):
+    y = np.zeros(4)
+    y[np.array([1, 1])] = w * np.array([1.0, 2.0])
+    return np.sum(y * y) * w
 '''
 
 
@@ -129,3 +143,19 @@ def test_at_set_through_a_repeated_index_is_refused(compiled):
         g = srctrans.jit(g)
     with pytest.raises(ValueError, match="repeated entries"):
         g(np.ones(3), 2.0)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_second_derivative_through_writes_in_place(m, compiled):
+    d2 = srctrans.grad(srctrans.grad(m.written_in_a_loop))
+    if compiled:
+        d2 = srctrans.jit(d2)
+    d1 = srctrans.grad(m.written_in_a_loop)
+    w, eps = 0.7, 1e-5
+    assert d2(w) == pytest.approx((d1(w + eps) - d1(w - eps)) / (2 * eps), rel=1e-6)
+    assert "rt.setitem_grad" in srctrans.source(d1)  # first order: zeroed in place, in one call
+
+
+def test_second_derivative_through_a_repeated_index_is_refused(m):
+    with pytest.raises(ValueError, match="repeated entries"):
+        srctrans.grad(srctrans.grad(m.repeated_write_scalar))(0.5)

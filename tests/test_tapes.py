@@ -48,7 +48,7 @@ def nested(A):
 
 def no_trips(x, n):
     y = x
-    for i in range(n):
+    for _ in range(n):
         y = np.tanh(y) * x
     return np.sum(y)
 

@@ -795,7 +795,9 @@ class Reverse:
                 self.emit(f"{save.store} = rt.tape({key[1]}, {self.counters[save.loop][0]})", depth + 1)
         for key, save in here:
             value = key[1]
-            if key[1] in self.mutated and save.copy:  # written in place later: keep a copy
+            # written in place later: keep a copy (when only its shape is read, a copy all the
+            # same in a file another grad differentiates, which must not share the array)
+            if key[1] in self.mutated and (save.copy or self.growable):
                 value = f"rt.snapshot({value})" if key[1] in self.views else f"{value}.copy()"
             if save.kind == "snap":
                 self.emit(f"{save.store} = {value}", depth)
@@ -1045,7 +1047,11 @@ class Reverse:
         if isinstance(value, cst.Name) and value.value in self.act.active:
             index = code(op.args["index"].visit(rename))
             v = values.get(value.value, value.value)
-            self.contribute(value.value, f"rt.setitem_grad({g}, {index}, {v})", depth, block)
+            if self.growable:  # a file another grad differentiates: a copy taken, then a plain write
+                self.contribute(value.value, f"rt.unbroadcast({self.np_name}.copy({g}[{index}]), {v})", depth, block)
+                self.emit(f"{g}[{index}] = 0.0", depth)
+            else:
+                self.contribute(value.value, f"rt.setitem_grad({g}, {index}, {v})", depth, block)
         else:  # the overwritten elements no longer reach the output
             self.emit(f"{code(target.with_changes(value=cst.Name(g)).visit(rename))} = 0.0", depth)
 
@@ -1491,19 +1497,25 @@ def _mutation_facts(body: list, params: tuple[str, ...]) -> tuple[set[str], set[
     """(arrays written in place through an index, names that share a value with another name,
     names that may be views of another array -> that array).
 
-    A view of an array written in place changes with it: it counts as written too.
+    A view of an array written in place changes with it: it counts as written too. ``z = y``
+    among the top-level statements shares a value harmlessly when neither name (nor a view
+    of either) is written in place afterwards, as ``x_bar = y_bar`` at the end of an adjoint.
     """
     mutated: set[str] = set()
     copies: set[str] = set()
     views: dict[str, str] = {}
+    pairs: list[tuple[int | None, set[str]]] = []  # (top-level statement index or None, names)
 
     class V(cst.CSTVisitor):
+        def __init__(self, at: int | None) -> None:
+            self.at = at
+
         def visit_Assign(self, n: cst.Assign) -> None:
             target = n.targets[0].target
             if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
                 mutated.add(target.value.value)
             if isinstance(target, cst.Name) and isinstance(n.value, cst.Name):
-                copies.update((target.value, n.value.value))
+                pairs.append((self.at, {target.value, n.value.value}))
             if isinstance(target, cst.Name):
                 base = _view_base(n.value)
                 if base is not None:
@@ -1512,9 +1524,29 @@ def _mutation_facts(body: list, params: tuple[str, ...]) -> tuple[set[str], set[
         def visit_AugAssign(self, n: cst.AugAssign) -> None:
             if isinstance(n.target, cst.Subscript) and isinstance(n.target.value, cst.Name):
                 mutated.add(n.target.value.value)
+            elif isinstance(n.target, cst.Name):
+                updated.add(n.target.value)  # y *= 2.0 updates an array in place
 
-    for stmt in body:
-        stmt.visit(V())
+    written: list[set[str]] = []  # arrays written or updated in place by each top-level statement
+    for k, stmt in enumerate(body):
+        before = set(mutated)
+        mutated.clear()
+        updated: set[str] = set()
+        stmt.visit(V(k if isinstance(stmt, cst.SimpleStatementLine) else None))
+        written.append(mutated | updated)
+        mutated |= before
+
+    def reaches(name: str, pair: set[str]) -> bool:
+        seen = set()
+        while name not in pair and name in views and name not in seen:
+            seen.add(name)
+            name = views[name]
+        return name in pair
+
+    for at, pair in pairs:
+        later = set().union(*written[at + 1:]) if at is not None else None
+        if later is None or any(reaches(w, pair) for w in later):
+            copies.update(pair)
     changed = True
     while changed:
         changed = False

@@ -44,13 +44,8 @@ def test_grad_of_every_argument_agrees_with_vjp(i):
     np.testing.assert_allclose(value, fn(*args))
 
 
-# Second order differentiates the generated adjoint file again; adjoints of in-place writes
-# update adjoint arrays in place themselves (rt.setitem_grad), which has no rule yet.
-SECOND_ORDER_REFUSED = {
-    "trajectory_buffer", "scale_columns", "slice_updates", "write_rows_by_index", "overwrite_then_read",
-    "inplace_running_product",
-}
-SECOND = [i for i, (fn, _) in enumerate(CORPUS) if fn.__name__ not in SECOND_ORDER_REFUSED]
+# Second order differentiates the generated adjoint file again, in-place writes included.
+SECOND = list(range(len(CORPUS)))
 
 
 @pytest.mark.parametrize("i", SECOND, ids=[IDS[i] for i in SECOND])
@@ -59,9 +54,3 @@ def test_second_order_matches_central_differences(i):
     srctrans.check_grads(fn, _args(i, makers), order=2, modes=("rev",))
 
 
-@pytest.mark.parametrize("name", sorted(SECOND_ORDER_REFUSED))
-def test_second_order_of_in_place_writes_is_refused_not_wrong(name):
-    i = next(k for k, (fn, _) in enumerate(CORPUS) if fn.__name__ == name)
-    fn, makers = CORPUS[i]
-    with pytest.raises((srctrans.NoDerivativeError, srctrans.UnsupportedSyntaxError)):
-        srctrans.check_grads(fn, _args(i, makers), order=2, modes=("rev",))

@@ -251,3 +251,56 @@ def test_grad_of_grad_to_third_order_and_its_limits(m):
     assert d3(1.0) == pytest.approx(-2.0 * (1.0 - t * t) * (1.0 - 3.0 * t * t), rel=1e-9)
     with pytest.raises(TypeError, match="value_and_grad returns a pair"):
         srctrans.grad(srctrans.value_and_grad(m.tanh_by_exp))
+
+
+TUPLES = """
+import numpy as np
+
+
+def stacked(x, y):
+    return np.sum(np.stack((x, y * y), axis=0) ** 2)
+
+
+def joined(x, y):
+    return np.sum(np.concatenate([x, y]) ** 3)
+
+
+def product(pair):
+    a, b = pair
+    return np.sum(a * b)
+
+
+def through_callee(x, y):
+    return product((x, y * 2.0))
+
+
+def added(x, y):
+    return np.sum(np.add((x, y), 1.0))
+
+
+def nested(x, y):
+    return np.sum(np.stack(((x, y), (y, x))))
+"""
+
+
+def test_tuples_and_lists_written_inside_a_call_pass_their_adjoints(make_module):
+    mod = make_module(TUPLES)
+    x, y = np.array([0.5, -1.0]), np.array([2.0, 0.3])
+    gx, gy = srctrans.grad(mod.stacked, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, 2 * x)
+    np.testing.assert_allclose(gy, 4 * y**3)
+    gx, gy = srctrans.grad(mod.joined, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, 3 * x**2)
+    np.testing.assert_allclose(gy, 3 * y**2)
+    gx, gy = srctrans.grad(mod.through_callee, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, 2 * y)
+    np.testing.assert_allclose(gy, 2 * x)
+    compiled = srctrans.jit(srctrans.grad(mod.stacked, argnums=(0, 1)))(x, y)
+    np.testing.assert_allclose(compiled[1], 4 * y**3)
+
+
+@pytest.mark.parametrize("name", ["added", "nested"])
+def test_tuples_inside_a_call_that_cannot_pass_adjoints_are_refused(make_module, name):
+    mod = make_module(TUPLES)
+    with pytest.raises(srctrans.UnsupportedSyntaxError, match="written inside the call"):
+        srctrans.grad(getattr(mod, name))(np.ones(2), np.ones(2))

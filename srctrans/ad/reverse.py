@@ -194,6 +194,7 @@ class Reverse:
         self.written_params = [p for p in self.params if p in self.mutated and p in self.act.active]
         self.invariant = self._loop_invariants()
         self.tuple_valued: set[str] = set()  # names unpacked (their adjoint is a tuple)
+        self.displayed: set[str] = set()  # names assigned a tuple or list display
         self.pending: dict[str, str] = {}  # restarted adjoints whose zeros wait for a first contribution
 
     def _passed_to_writers(self) -> set[str]:
@@ -632,24 +633,39 @@ class Reverse:
             self.assigned(target.value, block)
             return
         self.ops[sid] = op
+        if op.key == "display":
+            self.displayed.add(target.value)
         if op.rule is None:
             self.assigned(target.value, block)
             return
+        for expr in op.args.values():  # a tuple or list written in the call: its names take the adjoints
+            if isinstance(expr, (cst.Tuple, cst.List)) and names_in(expr) & self.act.active:
+                loose = any(  # a starred, computed or tuple-valued element: not an array's adjoint
+                    isinstance(el, cst.StarredElement)
+                    or not isinstance(el.value, cst.Name)
+                    or el.value.value in self.displayed
+                    for el in expr.elements
+                )
+                if loose or op.rule.kind == "elementwise":
+                    raise NotDifferentiable(
+                        f"cannot differentiate through {code(expr)} written inside the call",
+                        self.line,
+                        "make it an array (np.array, np.stack) or give it a name of its own first",
+                    )
         if op.rule.kind in ("elementwise", "vjp") and op.key not in RUNTIME_DERIVATIVES:
             # a differentiated value passed where the rule gives no derivative would lose its
             # share silently (np.clip's bounds); the runtime helpers' table says which of
             # their arguments are only read for a shape
             for param, expr in op.args.items():
                 if (
-                    isinstance(expr, cst.Name)
-                    and expr.value in self.act.active
+                    self._carries(expr)
                     and param not in op.rule.templates
                     and param not in SHAPE_ONLY.get(op.key, ())
                 ):
                     names = [p.name.lstrip("*") for p in op.rule.params]
                     nth = names.index(param) + 1 if param in names else 0
                     where = f"argument {nth}" if nth else f"argument {param!r}"
-                    raise NoRuleError(f"{op.key} with respect to its {where} ({expr.value})", self.line)
+                    raise NoRuleError(f"{op.key} with respect to its {where} ({code(expr)})", self.line)
         if op.rule.kind == "custom":
             res = self.gen.fresh(f"{target.value}_res", numbered=False)
             op.extra["res"] = res
@@ -668,7 +684,7 @@ class Reverse:
         op.shapes = self.shapes.get(sid, {})
         for param, template in op.rule.templates.items():
             expr = op.args.get(param)
-            if op.rule.kind != "callee" and isinstance(expr, cst.Name) and expr.value in self.act.active:
+            if op.rule.kind != "callee" and self._carries(expr):
                 read |= {p.name for p in op.rule.params if "{" + p.name + "}" in template}
                 wants_ans = wants_ans or "{ans}" in template
                 if op.rule.kind == "elementwise" and len(op.args) > 1 and all(
@@ -1005,7 +1021,7 @@ class Reverse:
         flows = (
             op is not None
             and isinstance(small, cst.Assign)
-            and any(isinstance(e, cst.Name) and e.value in self.act.active for e in op.args.values())
+            and any(self._carries(e) for e in op.args.values())
         )
         target = small.targets[0].target.value if isinstance(small, cst.Assign) and isinstance(small.targets[0].target, cst.Name) else None
         if not flows or target not in self.started:
@@ -1118,8 +1134,8 @@ class Reverse:
             self.emit(f"{bars} = {op.extra['bwd']}({res}, {g})", depth)
             for i, p in enumerate(op.rule.params):
                 expr = op.args.get(p.name)
-                if isinstance(expr, cst.Name) and expr.value in self.act.active:
-                    self.contribute(expr.value, f"{bars}[{i}]", depth, block)
+                if self._carries(expr):
+                    self._flow(expr, f"{bars}[{i}]", depth, block)
             return
         if op.rule.kind == "callee":  # the callee's adjoint gives every argument's contribution
             arguments = ", ".join(text_of(p.name) for p in op.rule.params)
@@ -1132,8 +1148,8 @@ class Reverse:
             self.emit(", ".join(parts) + ("," if len(parts) == 1 else "") + f" = {bars}", depth)
             for part, p in zip(parts, op.rule.params):
                 expr = op.args.get(p.name)
-                if isinstance(expr, cst.Name) and expr.value in self.act.active:
-                    self.contribute(expr.value, part, depth, block)
+                if self._carries(expr):
+                    self._flow(expr, part, depth, block)
             return
         fill = {p.name.lstrip("*"): text_of(p.name.lstrip("*")) for p in op.rule.params}
         fill["ans"] = values.get("@" + target, target)
@@ -1144,7 +1160,7 @@ class Reverse:
             binary = False
         for param, template in op.rule.templates.items():
             expr = op.args.get(param)
-            if not isinstance(expr, cst.Name) or expr.value not in self.act.active:
+            if not self._carries(expr):
                 continue
             partial = _format(template, fill)
             if self.np_name != "np":
@@ -1157,7 +1173,23 @@ class Reverse:
                     contribution = f"rt.unbroadcast({contribution}, {values.get(op.shapes[param], op.shapes[param])})"
             else:
                 contribution = partial
+            self._flow(expr, contribution, depth, block)
+
+    def _carries(self, expr: cst.BaseExpression | None) -> bool:
+        """Does an argument carry a differentiated value: a name, or a tuple or list of names?"""
+        if isinstance(expr, cst.Name):
+            return expr.value in self.act.active
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return any(isinstance(el.value, cst.Name) and el.value.value in self.act.active for el in expr.elements)
+        return False
+
+    def _flow(self, expr: cst.BaseExpression, contribution: str, depth: int, block: Block) -> None:
+        """Add ``contribution`` to the adjoint of an argument: a name's, or each element's of
+        a tuple or list written in the call (``np.stack((x, y))``)."""
+        if isinstance(expr, cst.Name):
             self.contribute(expr.value, contribution, depth, block)
+        else:
+            self._spread([el.value for el in expr.elements], contribution, "part", depth, block)
 
     def _spread(self, elements: list, source: str, suffix: str, depth: int, block: Block) -> None:
         """A tuple of adjoints, one per element: unpacked (not indexed, so that an adjoint file

@@ -22,12 +22,17 @@ Linear helpers are differentiated by their transposes: the adjoint of ``g`` in a
 ``expand(g) * K(x)`` (every reduction adjoint) is ``sum_to(u * K(x))`` with
 ``K(x) = helper(ones_like(g), x, ...)``.
 
+The helpers that take a joined array apart or put the pieces together (``stack_grad``,
+``concatenate_grad``, ``hstack_grad``, ``vstack_grad``, ``split_grad``) are linear in their
+``g_``, which is (or whose adjoint is) a tuple of the pieces' adjoints: each one's rule is
+the other's operation.
+
 Helpers without a rule (differentiating a file that calls them stops with "no rule"):
-``setitem_grad`` (it writes into its ``g``, which a rule cannot say), the helpers that
-return a tuple (``stack_grad``, ``concatenate_grad``, ``hstack_grad``, ``vstack_grad``),
-``einsum_grad`` (which operand is the adjoint's is an argument), the nonlinear
-``cumprod_grad``, ``solve_grad_a`` and ``cholesky_grad``, and the second-order helpers
-``prod_grad_grad``, ``sinc_grad2`` and ``trigamma`` (third derivatives).
+``setitem_grad`` (it writes into its ``g``, which a rule cannot say; the file the next
+``grad`` reads takes a copy and writes zeros instead), ``slogdet_grad``, ``einsum_grad``
+(which operand is the adjoint's is an argument), the nonlinear ``cumprod_grad``,
+``solve_grad_a`` and ``cholesky_grad``, and the second-order helpers ``prod_grad_grad``,
+``sinc_grad2`` and ``trigamma`` (third derivatives).
 """
 
 from __future__ import annotations
@@ -175,5 +180,12 @@ RUNTIME_DERIVATIVES.update({
         x="{g} * {ans}",
         ans_="-rt.sum_to({g} * {ans}, {ans_}, {axis}, {keepdims})",
     ),
+    # --- the pieces of a joined array, and the joined pieces: each the other's transpose ----
+    # (``{g}`` is the tuple of the pieces' adjoints; the arrays give only shapes)
+    "srctrans.runtime.stack_grad": vjp("g_, arrays, axis=0", g_="np.stack({g}, {axis})"),
+    "srctrans.runtime.concatenate_grad": vjp("g_, arrays, axis=0", g_="np.concatenate({g}, {axis})"),
+    "srctrans.runtime.hstack_grad": vjp("g_, arrays", g_="np.hstack({g})"),
+    "srctrans.runtime.vstack_grad": vjp("g_, arrays", g_="np.vstack({g})"),
+    "srctrans.runtime.split_grad": vjp("g_, axis=0", g_="rt.concatenate_grad({g}, {g_}, {axis})"),
 })
 DERIVATIVES.update(RUNTIME_DERIVATIVES)  # when this module was imported first

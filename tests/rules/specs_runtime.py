@@ -32,6 +32,35 @@ def scalar(rng):
     return float(rng.standard_normal())
 
 
+def _stack_grad_spec(g, x, y):
+    a, b = rt.stack_grad(g, [x, y], 1)
+    return a * 2.0 + b * b
+
+
+def _concatenate_grad_spec(g, x, y):
+    a, b = rt.concatenate_grad(g, [x, y], 1)
+    return np.sum(a * a) + np.sum(b * 3.0)
+
+
+def _concatenate_grad_flat_spec(g, x, y):
+    a, b = rt.concatenate_grad(g, [x, y], None)
+    return np.sum(a * a) + np.sum(b * b * b)
+
+
+def _hstack_grad_spec(g, x, y):
+    a, b = rt.hstack_grad(g, [x, y])
+    return np.sum(a * a) + np.sum(b) * 2.0
+
+
+def _vstack_grad_spec(g, x, y):
+    a, b = rt.vstack_grad(g, [x, y])
+    return np.sum(a * b * b)
+
+
+def _split_grad_spec(p, q):
+    return rt.split_grad((p, q * q), 1) ** 2
+
+
 # key -> list of (function, argument makers)
 RUNTIME_SPECS = {
     # --- constants for differentiation ----------------------------------------------------
@@ -221,4 +250,13 @@ RUNTIME_SPECS = {
         (lambda g, x, a: rt.logsumexp_grad(g, x, a, 0, False, None), (lambda r: normal(r, 4), lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
         (lambda g, x, a: rt.logsumexp_grad(g, x, a, None, False, None), (scalar, lambda r: normal(r, 5), lambda r: float(normal(r)))),
     ],
+    # --- the pieces of a joined array and the joined pieces ---------------------------------
+    "srctrans.runtime.stack_grad": [(_stack_grad_spec, (lambda r: normal(r, 3, 2, 4), lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4)))],
+    "srctrans.runtime.concatenate_grad": [
+        (_concatenate_grad_spec, (lambda r: normal(r, 3, 6), lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 2))),
+        (_concatenate_grad_flat_spec, (lambda r: normal(r, 10), lambda r: normal(r, 2, 2), lambda r: normal(r, 3, 2))),
+    ],
+    "srctrans.runtime.hstack_grad": [(_hstack_grad_spec, (lambda r: normal(r, 6), lambda r: normal(r, 4), lambda r: normal(r, 2)))],
+    "srctrans.runtime.vstack_grad": [(_vstack_grad_spec, (lambda r: normal(r, 3, 4), lambda r: normal(r, 4), lambda r: normal(r, 2, 4)))],
+    "srctrans.runtime.split_grad": [(_split_grad_spec, (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 2)))],
 }

@@ -882,6 +882,10 @@ class Reverse:
             raise NotDifferentiable(
                 f"the tuple {name} is used more than once after it is unpacked", self.line, "unpack it once"
             )
+        if name in self.displayed and name in self.started:  # adjoints of tuples do not add up with +
+            raise NotDifferentiable(
+                f"the tuple or list {name} is used more than once", self.line, "write it out at each use"
+            )
         if name in self.pending:  # restarted just before: this contribution is its start
             del self.pending[name]
             self.emit(f"{bar} = {expr}", depth)

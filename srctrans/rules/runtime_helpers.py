@@ -29,10 +29,10 @@ the other's operation.
 
 Helpers without a rule (differentiating a file that calls them stops with "no rule"):
 ``setitem_grad`` (it writes into its ``g``, which a rule cannot say; the file the next
-``grad`` reads takes a copy and writes zeros instead), ``slogdet_grad``, ``einsum_grad``
-(which operand is the adjoint's is an argument), the nonlinear ``cumprod_grad``,
-``solve_grad_a`` and ``cholesky_grad``, and the second-order helpers ``prod_grad_grad``,
-``sinc_grad2`` and ``trigamma`` (third derivatives).
+``grad`` reads takes a copy and writes zeros instead), ``einsum_grad`` (which operand is
+the adjoint's is an argument), the nonlinear ``cumprod_grad`` and ``cholesky_grad``, and
+the second-order helpers ``prod_grad_grad``, ``sinc_grad2`` and ``trigamma`` (third
+derivatives).
 """
 
 from __future__ import annotations
@@ -187,5 +187,20 @@ RUNTIME_DERIVATIVES.update({
     "srctrans.runtime.hstack_grad": vjp("g_, arrays", g_="np.hstack({g})"),
     "srctrans.runtime.vstack_grad": vjp("g_, arrays", g_="np.vstack({g})"),
     "srctrans.runtime.split_grad": vjp("g_, axis=0", g_="rt.concatenate_grad({g}, {g_}, {axis})"),
+    # --- linear algebra --------------------------------------------------------------------
+    # l inv(x).T (g_ = (sign's adjoint, l)): linear in l; d inv(x).T = -(inv(x) dx inv(x)).T
+    "srctrans.runtime.slogdet_grad": vjp(
+        "g_, x",
+        g_="(0.0, np.sum({g} * np.transpose(np.linalg.inv({x}))))",
+        x="-rt.slogdet_grad({g_}, {x}) @ np.transpose({g}) @ np.transpose(np.linalg.inv({x}))",
+    ),
+    # -solve(a.T, g_) ans_.T (an outer product for a vector b): linear in g_ and in ans_, and
+    # d solve(a.T, g_) = -solve(a.T, da.T solve(a.T, g_))
+    "srctrans.runtime.solve_grad_a": vjp(
+        "g_, a, b, ans_",
+        g_="-np.linalg.solve({a}, {g} @ {ans_})",
+        ans_="-np.swapaxes({g}, -1, -2) @ np.linalg.solve(np.swapaxes({a}, -1, -2), {g_})",
+        a="rt.solve_grad_a({g_}, {a}, {b}, -np.linalg.solve({a}, {g} @ {ans_}))",
+    ),
 })
 DERIVATIVES.update(RUNTIME_DERIVATIVES)  # when this module was imported first

@@ -259,4 +259,13 @@ RUNTIME_SPECS = {
     "srctrans.runtime.hstack_grad": [(_hstack_grad_spec, (lambda r: normal(r, 6), lambda r: normal(r, 4), lambda r: normal(r, 2)))],
     "srctrans.runtime.vstack_grad": [(_vstack_grad_spec, (lambda r: normal(r, 3, 4), lambda r: normal(r, 4), lambda r: normal(r, 2, 4)))],
     "srctrans.runtime.split_grad": [(_split_grad_spec, (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 2)))],
+    # --- linear algebra -------------------------------------------------------------------------
+    "srctrans.runtime.slogdet_grad": [
+        (lambda s, l, x: rt.slogdet_grad((s, l), x), (scalar, scalar, lambda r: normal(r, 3, 3) + 3.0 * np.eye(3))),
+    ],
+    "srctrans.runtime.solve_grad_a": [
+        (lambda g, a, b: rt.solve_grad_a(g, a, b, np.linalg.solve(a, b)), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3, 2))),
+        (lambda g, a, b: rt.solve_grad_a(g, a, b, np.linalg.solve(a, b)), (lambda r: normal(r, 3), lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3))),
+        (lambda g, a, v: rt.solve_grad_a(g, a, v, v * 2.0), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3, 2))),
+    ],
 }

@@ -9,6 +9,7 @@ __version__ = "0.1.0"
 
 from .ad.custom import custom_vjp, stop_gradient  # noqa: E402
 from .api import grad, jit, source, source_path, value_and_grad, vjp  # noqa: E402
+from .batching import vmap  # noqa: E402
 from .check import check_grads  # noqa: E402
 from .config import config  # noqa: E402
 from .errors import (  # noqa: E402
@@ -19,6 +20,7 @@ from .errors import (  # noqa: E402
     UnresolvedNameError,
     UnsupportedSyntaxError,
 )
+from .parallel import pmean, psum  # noqa: E402
 
 __all__ = [
     "CompileError",
@@ -32,9 +34,12 @@ __all__ = [
     "custom_vjp",
     "grad",
     "jit",
+    "pmean",
+    "psum",
     "source",
     "source_path",
     "stop_gradient",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]

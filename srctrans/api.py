@@ -755,13 +755,15 @@ def jit(
     )
     if fn is None:
         return lambda f: jit(f, **options)
+    if hasattr(fn, "_srctrans_jit"):  # a transformation that compiles its own files (vmap)
+        return fn._srctrans_jit(options)
     if isinstance(fn, Grad):  # compile the adjoint file
         return Grad(fn._fn, **fn._grad_args, jit_options=options)
     return Jitted(fn, **options)
 
 
 def _transformed(fn) -> Jitted:
-    if isinstance(fn, (Jitted, _BoundJitted)):
+    if isinstance(fn, (Jitted, _BoundJitted)) or hasattr(fn, "_srctrans_jit"):  # (vmap's objects have source_path too)
         return fn
     if isinstance(fn, functools.partial) and isinstance(fn.func, functools.partial):
         fn = fn.func

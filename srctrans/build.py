@@ -105,6 +105,11 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
             node, params_meta = _entry_signature(unit, node, static)
         unit.node = node
     adjoints: list[cst.FunctionDef] = []
+    vmap_note, vmap_meta = "", {}
+    if transform.name == "vmap":  # srctrans.batching: the batched entry (after the entry itself when it loops over it)
+        from .batching.generate import batch_entry
+
+        adjoints, vmap_note, vmap_meta = batch_entry(entry, transform, np_name, namespace, static)
     if transform.name in ("grad", "vjp"):
 
         def add_function(fn) -> _Unit:  # a function the adjoint calls as it is (custom_vjp fwd/bwd)
@@ -157,11 +162,12 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         "bound": bound_meta,
         "fast": all(v[0] != "other" for v in bound_meta.values()),
         "sources": {u.pf.display_file: os.path.abspath(u.pf.captured.filename) for u in units},
+        **vmap_meta,
     }
     spec = ModuleSpec(
         title=f"{source}:{title_fn} -- {transform.label}",
         show_command=f"srctrans show {source}:{title_fn} --transform {transform.name}",
-        transforms=f"static arguments: {_static_text(static)}" if static else "",
+        transforms="; ".join(filter(None, [f"static arguments: {_static_text(static)}" if static else "", vmap_note])),
         imports=imports,
         literals=literals,
         bound_notes=bound_notes,

@@ -657,3 +657,41 @@ def vstack_grad(g, arrays):
     """Adjoints of the ``arrays`` of ``np.vstack(arrays)``, as a tuple."""
     pieces = concatenate_grad(g, [np.atleast_2d(a) for a in arrays], 0)
     return tuple(unbroadcast(np.reshape(p, np.shape(a)), a) for p, a in zip(pieces, arrays))
+
+
+# --- batching ---------------------------------------------------------------------------------
+# Helpers of vmap's generated files (srctrans.batching); the batch axis is axis 0.
+# numba_backend/batching_overloads.py compiles the same meaning.
+
+
+def batch_of(v, n):
+    """``n`` copies of an unbatched value, stacked on a new axis 0 (an array of its own)."""
+    v = np.asarray(v)
+    return np.array(np.broadcast_to(v, (n,) + v.shape))
+
+
+def batch_flatten(x):
+    """A batch as ``(n, size of one example)``; an empty batch too."""
+    x = np.asarray(x)
+    return np.reshape(x, (x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64))))
+
+
+def batch_example(x):
+    """The first example of a batch, to size a loop's results; zeros shaped like one for an empty batch."""
+    x = np.asarray(x)
+    if x.shape[0] > 0:
+        return x[0]
+    return np.zeros(x.shape[1:], dtype=x.dtype)[()]
+
+
+def batch_alloc(v, n):
+    """Room for ``n`` results shaped like ``v``, the first one ``v`` (when ``n > 0``)."""
+    out = np.empty((n,) + np.shape(v), dtype=np.result_type(v))
+    if n > 0:
+        out[0] = v
+    return out
+
+
+def prange(*args):
+    """``range``; a loop over it runs in parallel when Numba compiles the file with ``parallel=True``."""
+    return range(*args)

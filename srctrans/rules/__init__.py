@@ -15,4 +15,22 @@ def fingerprint(transform_name: str) -> str:
 
         text = repr(sorted(DERIVATIVES.items()))
         return hashlib.sha1(text.encode()).hexdigest()[:16]
+    if transform_name == "vmap":  # the batching rules are code: their text, and the rewrite's
+        return _vmap_fingerprint()
     return ""
+
+
+_VMAP_FINGERPRINT: list[str] = []
+
+
+def _vmap_fingerprint() -> str:
+    """The text of the batching rules and of the modules that write vmap files (read, not imported)."""
+    import hashlib
+    from pathlib import Path
+
+    if not _VMAP_FINGERPRINT:
+        root = Path(__file__).resolve().parent.parent
+        parts = ["rules/batching.py", "analysis/axes.py", "batching/generate.py", "batching/loop.py", "batching/vectorize.py"]
+        text = "".join((root / part).read_text() for part in parts)
+        _VMAP_FINGERPRINT.append(hashlib.sha1(text.encode()).hexdigest()[:16])
+    return _VMAP_FINGERPRINT[0]

@@ -1,0 +1,476 @@
+"""``vmap``: the user-facing batched function, and the boundary work around its generated files.
+
+A generated vmap file takes the flat leaves of the arguments with the batch axis of each
+batched leaf *first* and returns every output with the batch axis first. Everything else
+happens here, at the boundary, as plain NumPy on views: pytree arguments are flattened;
+``in_axes`` are checked and moved to the front (``np.moveaxis``); ``out_axes`` move the
+batch axis of each output to where the caller asked; ``out_axes=None`` takes the one
+value of an output that does not depend on the batch.
+
+Nesting, ``vmap(vmap(f, a1), a2)``, transforms the inner level's generated file again (as
+:mod:`srctrans.nesting` does for ``grad(grad(f))``): the outer level's file sees a
+function whose batched leaves have the inner batch axis first, so a leaf batched at both
+levels has the outer batch axis at 0 and the inner one at 1. ``vmap(grad(f))`` batches
+the adjoint file of ``grad(f)``. Each level specializes on which leaves it batches and on
+the rank (number of axes) of one example of each leaf.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..tree import tree_flatten, tree_unflatten
+
+_METHODS = ("auto", "vectorize", "loop")
+
+
+def _check_axes_spec(spec: Any, what: str) -> None:
+    """``in_axes``/``out_axes``: an int, None, or tuples/lists/dicts of them."""
+    if spec is None or (isinstance(spec, (int, np.integer)) and not isinstance(spec, bool)):
+        return
+    if isinstance(spec, (tuple, list)):
+        for s in spec:
+            _check_axes_spec(s, what)
+        return
+    if isinstance(spec, dict):
+        for s in spec.values():
+            _check_axes_spec(s, what)
+        return
+    raise TypeError(f"vmap {what} must be an int, None, or a tuple, list or dict of them; got {spec!r}")
+
+
+def _prefix(spec: Any, tree: Any, where: str, what: str) -> list:
+    """``spec`` (a prefix of ``tree``'s structure) given to each leaf of ``tree``, in flattening order."""
+    if spec is None or isinstance(spec, (int, np.integer)):
+        leaves, _ = tree_flatten(tree)
+        return [None if spec is None else int(spec)] * len(leaves)
+    if isinstance(spec, dict):
+        if not isinstance(tree, dict) or set(spec) != set(tree):
+            got = sorted(tree) if isinstance(tree, dict) else type(tree).__name__
+            raise ValueError(f"vmap {what} for {where} is a dict with keys {sorted(spec)}, but the value has {got}")
+        out: list = []
+        for key in sorted(tree):
+            out += _prefix(spec[key], tree[key], f"{where}[{key!r}]", what)
+        return out
+    if not isinstance(tree, (tuple, list)) or len(tree) != len(spec):
+        got = f"{len(tree)} entries" if isinstance(tree, (tuple, list)) else f"a {type(tree).__name__}"
+        raise ValueError(f"vmap {what} for {where} has {len(spec)} entries, but the value has {got}")
+    out = []
+    for i, (s, t) in enumerate(zip(spec, tree)):
+        out += _prefix(s, t, f"{where}[{i}]", what)
+    return out
+
+
+_MISMATCH = object()
+
+
+class _VectorizedUncompilable(Exception):
+    """Numba refused a vectorized file that ``method="auto"`` chose (the loop is taken instead)."""
+
+
+def _plain_key(args: tuple) -> tuple | None:
+    """The ndims of plain array (or Python number) arguments; None when one is a container or other."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append(a.ndim)
+        elif t is float or t is int:
+            key.append(-1)
+        else:
+            return None
+    return tuple(key)
+
+
+class _Plan:
+    """What a call with plain arrays of given ndims does besides running the file, to replay it."""
+
+    def __init__(self, moves, checks, sizes, spec, outputs) -> None:
+        self.moves = moves  # (leaf, source axis, destination axis), in order
+        self.checks = checks  # per level: (leaf, axis) whose sizes must agree
+        self.sizes = sizes  # per level: axis_size or None
+        self.spec = spec  # the outermost level's file
+        self.outputs = outputs  # ("one", 0, 0) first for a single output, then (output, source, destination)
+
+
+class VMapped:
+    """A function batched by :func:`vmap`. Call it like the original, with batched arguments."""
+
+    def __init__(
+        self,
+        fn: Callable,
+        in_axes: Any = 0,
+        out_axes: Any = 0,
+        axis_size: int | None = None,
+        axis_name: str | None = None,
+        method: str = "auto",
+        jit_options: dict | None = None,
+    ) -> None:
+        from ..api import Grad, Jitted
+
+        if method not in _METHODS:
+            raise ValueError(f"vmap method must be one of {', '.join(map(repr, _METHODS))}, got {method!r}")
+        _check_axes_spec(in_axes, "in_axes")
+        _check_axes_spec(out_axes, "out_axes")
+        if isinstance(in_axes, list):
+            in_axes = tuple(in_axes)
+        if axis_size is not None and (not isinstance(axis_size, (int, np.integer)) or axis_size < 0):
+            raise ValueError(f"vmap axis_size must be a non-negative int, got {axis_size!r}")
+        self.in_axes, self.out_axes = in_axes, out_axes
+        self.axis_size = None if axis_size is None else int(axis_size)
+        self.axis_name = axis_name
+        self.method = method
+        self._jit = dict(jit_options) if jit_options else None
+        self._inner: VMapped | None = None
+        self._base: Callable | None = None
+        self._one_tuple = False  # a grad with argnums=(k,) gives a tuple of one gradient
+        self._fn = fn
+        if isinstance(fn, VMapped):
+            self._inner = fn
+            if self._jit is None and fn._jit is not None:
+                self._jit = dict(fn._jit)
+        elif isinstance(fn, Grad):
+            from ..nesting import adjoint_function
+
+            if self._jit is None and fn._compile:
+                self._jit = {k: v for k, v in fn._init_options.items() if not k.startswith("_")}
+            self._base = adjoint_function(fn)
+            self._one_tuple = not fn._single and len(fn._wrt) == 1
+        elif isinstance(fn, Jitted):
+            if self._jit is None and fn._compile:
+                self._jit = {k: v for k, v in fn._init_options.items() if not k.startswith("_")}
+            self._base = fn._fn
+        elif callable(fn):
+            self._base = fn
+        else:
+            raise TypeError(f"vmap expects a function, got {type(fn).__name__}")
+        base = self._chain()[-1]._base
+        params = list(inspect.signature(base).parameters.values())
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
+            raise TypeError("vmap: the function must take positional parameters only (no *args, **kwargs)")
+        self._params = [p.name for p in params]
+        self._specs: dict[tuple, list] = {}
+        self._plans: dict[tuple, _Plan] = {}
+        self.__name__ = getattr(base, "__name__", "vmapped")
+        self.__qualname__ = getattr(base, "__qualname__", self.__name__)
+        self.__doc__ = getattr(base, "__doc__", None)
+
+    # --- structure -------------------------------------------------------------------
+
+    def _chain(self) -> list[VMapped]:
+        levels: list[VMapped] = [self]
+        while levels[-1]._inner is not None:
+            levels.append(levels[-1]._inner)
+        return levels
+
+    def _srctrans_jit(self, options: dict) -> VMapped:
+        """``jit(vmap(f))``: the same batched function, its outermost file compiled."""
+        twin = VMapped(self._fn, self.in_axes, self.out_axes, self.axis_size, self.axis_name, self.method, jit_options=options)
+        return twin
+
+    # --- calling -------------------------------------------------------------------------
+
+    def _arg_axes(self, level: VMapped, args: tuple) -> list:
+        spec = level.in_axes
+        if isinstance(spec, dict):
+            raise ValueError("vmap in_axes must be an int, None or a tuple with one entry per argument, not a dict")
+        if isinstance(spec, tuple):
+            if len(spec) != len(args):
+                raise ValueError(
+                    f"vmap in_axes has {len(spec)} entries but {self.__qualname__} is called with {len(args)} arguments"
+                )
+            out: list = []
+            for name, s, a in zip(self._params, spec, args):
+                out += _prefix(s, a, f"argument {name!r}", "in_axes")
+            return out
+        return _prefix(spec, tuple(args), "the arguments", "in_axes")
+
+    def __call__(self, *args, **kwargs):
+        plan = self._plans.get(_plain_key(args)) if not kwargs else None
+        if plan is not None:
+            out = self._call_planned(plan, args)
+            if out is not _MISMATCH:
+                return out
+        if kwargs:
+            raise TypeError(f"vmap of {self.__qualname__}: pass arguments by position (got {', '.join(kwargs)} by keyword)")
+        if len(args) != len(self._params):
+            raise TypeError(f"{self.__qualname__} takes {len(self._params)} arguments, got {len(args)}")
+        levels = self._chain()
+        leaves: list = []
+        treedefs = []
+        for a in args:
+            flat, treedef = tree_flatten(a)
+            treedefs.append(treedef)
+            leaves += flat
+        labels = self._leaf_labels(args)
+        arrays = [np.asarray(v) if not isinstance(v, (float, int, complex, bool)) else v for v in leaves]
+        done = [0] * len(arrays)  # how many outer levels each leaf is batched at (their axes are in front)
+        per_level = []
+        moves: list[tuple[int, int, int]] = []
+        checks: list[list[tuple[int, int]]] = []
+        for level in levels:
+            axes = self._arg_axes(level, args)
+            flags, sizes = [], []
+            for j, a in enumerate(axes):
+                if a is None:
+                    flags.append(False)
+                    continue
+                shape = np.shape(arrays[j])
+                nd = len(shape) - done[j]
+                if not -nd <= a < nd:
+                    raise ValueError(
+                        f"vmap in_axes={a} is out of range for {labels[j]}, which has shape {shape[done[j]:]} "
+                        f"({nd} axes) {'per example of the outer vmap' if done[j] else ''}".rstrip()
+                    )
+                src = done[j] + a % nd
+                arr = np.asarray(arrays[j])
+                arrays[j] = np.moveaxis(arr, src, done[j]) if src != done[j] else arr
+                if src != done[j]:
+                    moves.append((j, src, done[j]))
+                sizes.append((labels[j], a, arrays[j].shape[done[j]]))
+                flags.append(True)
+            checks.append([(j, done[j]) for j, a in enumerate(axes) if a is not None])
+            n = level.axis_size
+            if sizes:
+                found = {s for _, _, s in sizes}
+                if len(found) > 1 or (n is not None and n not in found):
+                    listing = "; ".join(f"{lab} has size {s} along axis {a}" for lab, a, s in sizes)
+                    extra = f"; axis_size={n}" if n is not None else ""
+                    raise ValueError(f"vmap got arguments with different batch sizes: {listing}{extra}")
+                n = sizes[0][2]
+            elif n is None:
+                raise ValueError(
+                    f"vmap of {self.__qualname__}: every in_axes is None, so the batch size is not known; pass axis_size"
+                )
+            ranks = []
+            for j, f in enumerate(flags):
+                ranks.append(np.ndim(arrays[j]) - done[j] - (1 if f else 0))
+            per_level.append((tuple(flags), tuple(ranks), n if not any(flags) else None))
+            for j, f in enumerate(flags):
+                if f:
+                    done[j] += 1
+        specs = self._specializations(levels, per_level, args, treedefs)
+        try:
+            raw = self._run(specs[0], arrays)
+        except _VectorizedUncompilable:  # jit: Numba refused a vectorized file; loop where method="auto"
+            specs = self._specializations(levels, per_level, args, treedefs, compiled_loop=True)
+            raw = self._run(specs[0], arrays)
+        record: list | None = [] if _plain_key(args) is not None and not levels[-1]._one_tuple else None
+        out = self._outputs(levels, specs, raw, record)
+        planned = record is not None and not any(r[0] == "unplanned" for r in record)
+        if planned and specs[-1].returns is None:  # the same shapes again: skip the checks above
+            self._plans[_plain_key(args)] = _Plan(moves, checks, [lv.axis_size for lv in levels], specs[0], record)
+        return out
+
+    def _run(self, spec, arrays: list) -> Any:
+        try:
+            return self._runner(spec)(*arrays)
+        except Exception as err:
+            if hasattr(err, "generated_file"):  # Numba's refusal, located in the generated file
+                from ..api import _compile_error
+
+                if getattr(spec, "fallback", None) is not None:
+                    raise _VectorizedUncompilable() from None
+                raise _compile_error(spec, err) from None
+            spec.explain(err)
+            raise
+
+    def _call_planned(self, plan: _Plan, args: tuple) -> Any:
+        """A call with plain arrays of the ndims of an earlier call: its moves and checks, replayed."""
+        arrays = list(args)
+        for j, src, dst in plan.moves:
+            arrays[j] = np.moveaxis(arrays[j], src, dst)
+        for checks, size in zip(plan.checks, plan.sizes):
+            for j, axis in checks:
+                n = arrays[j].shape[axis]
+                if size is None:
+                    size = n
+                elif n != size:
+                    return _MISMATCH  # the full path says which sizes disagree
+        raw = self._run(plan.spec, arrays)
+        if plan.outputs and plan.outputs[0][0] == "one":
+            raw = (raw,)
+        flat = list(raw)
+        for k, src, dst in plan.outputs[1:] if plan.outputs and plan.outputs[0][0] == "one" else plan.outputs:
+            flat[k] = np.moveaxis(flat[k], src, dst)
+        return flat[0] if plan.outputs and plan.outputs[0][0] == "one" else tuple(flat)
+
+    def _leaf_labels(self, args: tuple) -> list[str]:
+        from ..tree import keystr, tree_flatten_with_path
+
+        labels = []
+        for name, a in zip(self._params, args):
+            flat, _ = tree_flatten_with_path(a)
+            labels += [f"argument {name + keystr(p)!r}" for p, _ in flat]
+        return labels
+
+    def _runner(self, spec) -> Callable:
+        from ..config import config
+
+        if self._jit is None or config.disable_jit:
+            return spec.python
+        return spec.compiled
+
+    # --- generated files ------------------------------------------------------------------
+
+    def _specializations(
+        self, levels: list[VMapped], per_level: list, args: tuple, treedefs: list, compiled_loop: bool = False
+    ) -> list:
+        """The generated file of each level, innermost first; ``compiled_loop``: loops where "auto" vectorized."""
+        key = (tuple(per_level), tuple(treedefs), compiled_loop)
+        specs = self._specs.get(key)
+        if specs is not None:
+            return specs
+        from ..api import _RESERVED, _code_names, _leaf_names, _Specialization
+        from ..pipeline import StaticArgs, Transform, generate
+
+        options = {"parallel": False, "fastmath": False, "cache": True, "boundscheck": True}
+        if self._jit:
+            options.update({k: self._jit[k] for k in options if k in self._jit})
+        specs = [None] * len(levels)
+        fn: Callable = levels[-1]._base  # type: ignore[assignment]
+        for index in range(len(levels) - 1, -1, -1):
+            level = levels[index]
+            flags, ranks, size = per_level[index]
+            named: dict = {}
+            if index == len(levels) - 1:  # the user's function: pytree arguments become leaves
+                taken = set(_code_names(fn.__code__)) | _RESERVED if hasattr(fn, "__code__") else set(_RESERVED)
+                for name, a, treedef in zip(self._params, args, treedefs):
+                    if treedef.num_leaves != 1 or tree_flatten(a)[0][0] is not a:
+                        named[name] = (treedef, _leaf_names(name, treedef, taken))
+            parallel = bool(options["parallel"]) and index == 0
+            method = "loop" if compiled_loop and level.method == "auto" else level.method
+            opts: tuple = (("method", method), ("batched", flags), ("ndim", ranks))
+            if method != level.method:
+                opts += (("reason", "numba"),)
+            if size is not None:
+                opts += (("axis_size", size),)
+            if level.axis_name is not None:
+                opts += (("axis_name", level.axis_name),)
+            if parallel:
+                opts += (("parallel", True),)
+            tag = "vmap" + ("" if method == "auto" else "_" + method)
+            tag += "_" + "_".join(("b" if f else "u") + str(r) for f, r in zip(flags, ranks))
+            tag += f"_n{size}" if size is not None else ""
+            tag += "_parallel" if parallel else ""
+            gen = generate(fn, Transform("vmap", opts, tag=tag), StaticArgs({}, named))
+            spec = _Specialization(gen, options, named)
+            if len([m for m in gen.meta["params"] if m[0] in ("arg", "leaf")]) != len(flags):
+                raise TypeError(f"vmap: {self.__qualname__}'s generated file takes other arguments than expected")
+            specs[index] = spec
+            fn = spec.python
+        if self._jit is not None and not compiled_loop and any(
+            lv.method == "auto" and sp.gen.meta.get("vmap", {}).get("method") == "vectorize" for lv, sp in zip(levels, specs)
+        ):
+            specs[0].fallback = "loop"  # a compile error of the outermost file falls back to the loop
+        self._specs[key] = specs
+        return specs
+
+    def _outputs(self, levels: list[VMapped], specs: list, raw: Any, record: list | None = None) -> Any:
+        """The outputs with their batch axes where out_axes say; ``record`` gets the moves (for :class:`_Plan`)."""
+        base_spec = specs[-1]
+        if levels[-1]._one_tuple:
+            raw = (raw,)
+        out = base_spec.rebuild(raw)
+        flat, treedef = tree_flatten(out)
+        simple = not isinstance(raw, tuple) or all(not isinstance(r, tuple) for r in raw)
+        if record is not None:
+            if not simple:
+                record.append(("unplanned", 0, 0))
+                record = None
+            elif not isinstance(raw, tuple):
+                record.append(("one", 0, 0))
+        flat = [np.asarray(v) for v in flat]
+        for index in range(len(levels) - 1, -1, -1):
+            level, spec = levels[index], specs[index]
+            axes = _prefix(level.out_axes, out, "the result", "out_axes")
+            unbatched = set(spec.gen.meta.get("vmap", {}).get("unbatched_outputs", []))
+            vectorized = spec.gen.meta.get("vmap", {}).get("method") == "vectorize"
+            for k, a in enumerate(axes):
+                v = flat[k]
+                if a is None:
+                    known = vectorized and simple and k in unbatched
+                    first = np.take(v, 0, axis=index) if v.shape[index] > 0 else None
+                    if not known and first is not None and not np.all(np.take(v, range(v.shape[index]), axis=index) == np.expand_dims(first, index)):
+                        raise ValueError(
+                            f"vmap out_axes=None for output {k} of {self.__qualname__}, but it depends on the batched arguments"
+                        )
+                    if first is None:
+                        raise ValueError("vmap out_axes=None needs a batch of at least one example")
+                    flat[k] = first
+                    if record is not None:
+                        record.append(("unplanned", 0, 0))
+                    continue
+                rank = v.ndim - index - 1
+                if not -(rank + 1) <= a <= rank:
+                    raise ValueError(
+                        f"vmap out_axes={a} is out of range for output {k} of {self.__qualname__}, "
+                        f"which has {rank} axes per example"
+                    )
+                dst = index + a % (rank + 1)
+                if dst != index:
+                    flat[k] = np.moveaxis(v, index, dst)
+                    if record is not None:
+                        record.append((k, index, dst))
+        return tree_unflatten(treedef, flat)
+
+    # --- seeing ------------------------------------------------------------------------
+
+    def _last(self) -> list:
+        if not self._specs:
+            raise ValueError(f"vmap of {self.__qualname__}: call it once so srctrans knows the shapes of its arguments")
+        return next(reversed(self._specs.values()))
+
+    def source_path(self):
+        """The generated file of the outermost level, for the shapes of the last call."""
+        return self._last()[0].gen.path
+
+    def source(self) -> str:
+        return self.source_path().read_text()
+
+    def sources(self) -> list[str]:
+        """The generated files of every level, outermost first."""
+        return [s.gen.path.read_text() for s in self._last()]
+
+    def __repr__(self) -> str:
+        try:
+            where = str(self.source_path())
+        except ValueError:
+            where = "not generated yet"
+        kind = "jit(vmap)" if self._jit else "vmap"
+        return f"<srctrans.{kind} {self.__qualname__} -> {where}>"
+
+
+def vmap(
+    fn: Callable,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    axis_size: int | None = None,
+    axis_name: str | None = None,
+    method: str = "auto",
+) -> VMapped:
+    """The function mapped over a batch axis of its arguments, like ``jax.vmap``.
+
+    ``in_axes`` says, per argument, which axis holds the batch (``None``: not batched):
+    an int for every argument, or a tuple with one entry per argument (each an int, None
+    or a pytree of them matching that argument). ``out_axes`` says where the batch axis
+    goes in each output. ``axis_size`` gives the batch size when every ``in_axes`` is
+    None. ``method``: ``"vectorize"`` rewrites every statement to carry the batch axis
+    (``W @ x`` over a batch of ``x`` becomes one matrix-matrix product), ``"loop"`` calls
+    the function once per example in a generated loop, ``"auto"`` (the default) vectorizes
+    when every statement has a batching rule and loops otherwise; the generated file's
+    header says which and why. ``jit(vmap(f))`` compiles the file; ``vmap(grad(f))``
+    gives per-example gradients.
+
+    >>> import numpy as np, srctrans
+    >>> def l1(x, y):
+    ...     return np.sum(np.abs(x - y))
+    >>> xs = np.arange(6.0).reshape(3, 2)
+    >>> srctrans.vmap(l1, in_axes=(0, None))(xs, xs[0])   # doctest: +SKIP
+    array([0., 4., 8.])
+    """
+    return VMapped(fn, in_axes, out_axes, axis_size, axis_name, method)

@@ -34,9 +34,10 @@ What "the same as JAX" means here
 * ``beta``, float32 ``gamma``/``loggamma``, ``truncated_normal``,
   ``multivariate_normal`` and ``choice`` with ``p`` use JAX's algorithms and
   key schedules, but some float operations differ from XLA's in the last bit
-  (``exp``, float32 ``pow`` and ``rsqrt``, SciPy's ``erf`` for the bounds of
-  ``truncated_normal``, NumPy's linear algebra): they agree with JAX to a few
-  ulps (relative 1e-6 in float32, 1e-14 in float64).
+  (the C library's ``exp``, float32 ``pow`` rounded from float64, ``rsqrt``, the
+  C library's ``erf`` for the bounds of ``truncated_normal``, our own Cholesky
+  factor and ``factor @ z`` summed in a fixed order): they agree with JAX to a
+  few ulps (relative 1e-6 in float32, 1e-14 in float64).
 
 Defaults (differences from JAX)
 -------------------------------
@@ -51,14 +52,17 @@ float32 results; they equal JAX's float32 results (JAX without x64).
 Compilation
 -----------
 This module never imports Numba.  The inner kernels (``_threefry2x32_pair``,
-``_uniform01_f32_from_words``, ``_erfinv_f64_scalar`` ..., listed in
-``JITTABLE_KERNELS``) are plain arithmetic on scalars (32-bit words kept in
-``int64`` and masked), so ``numba_backend.random_overloads`` compiles them as
-they are.  The NumPy path uses vectorized twins of the same kernels; tests check
-that both give the same numbers.  Floating point uses only operations that round
-the same way everywhere (+ - * / sqrt, emulated FMA, and the C library's float64
-``log``/``pow`` as XLA's CPU backend does), never NumPy's SIMD transcendental
-functions, whose last bit depends on the machine.
+``_uniform01_f32_from_words``, ``_erfinv_f64_scalar``, ``_gamma_one_f32`` ...,
+listed in ``JITTABLE_KERNELS``) are plain arithmetic on scalars (32-bit words
+kept in ``int64`` and masked), so ``numba_backend.random_overloads`` compiles
+them as they are, for every public function.  The NumPy path uses vectorized
+twins of the same kernels; tests check that both give the same numbers, bit for
+bit.  Floating point uses only operations that round the same way everywhere
+(+ - * / sqrt, emulated FMA, and the C library's float64 ``log``/``pow``/``exp``
+/``erf``, called through ``math``, which is what XLA's CPU backend and Numba's
+``math`` functions call), never NumPy's SIMD transcendental functions or SciPy's
+special functions, whose last bit depends on the machine or differs from the C
+library's.
 
 All functions are pure: the result depends only on (key, shape, dtype, params).
 There is no derivative through keys; reparameterized samples such as
@@ -514,6 +518,207 @@ def _randint64_at(ka0, ka1, kb0, kb1, i, lo, span, mult):
     return np.int64(np.uint64(lo) + off)
 
 
+# ---- the other samplers, one element at a time ----------------------------
+#
+# Each ``*_f32``/``*_f64`` pair below is one template (``_F``: the float type,
+# ``_fma``/``_log``/``_log1p``/``_u01``/``_normal_at``: the kernels of that
+# type), written once and instantiated for both types by ``_instantiate``; the
+# vectorized samplers further down perform the same operations in the same order.
+
+_F32_FUNCS = dict(_F=np.float32, _fma=_fma_f32, _log=_log_f32, _log1p=_log1p_f32,
+                  _u01=_uniform01_f32_from_words, _normal_at=_normal_f32_at,
+                  _uniform_at=_uniform_f32_at, _erfinv=_erfinv_f32_scalar,
+                  _SQRT2=_SQRT2_F32, _TINY=np.finfo(np.float32).tiny,
+                  _EPS=np.float32(2.0 ** -23))
+_F64_FUNCS = dict(_F=np.float64, _fma=_fma_f64, _log=_log_f64, _log1p=_log1p_f64,
+                  _u01=_uniform01_f64_from_words, _normal_at=_normal_f64_at,
+                  _uniform_at=_uniform_f64_at, _erfinv=_erfinv_f64_scalar,
+                  _SQRT2=_SQRT2_F64, _TINY=np.finfo(np.float64).tiny,
+                  _EPS=np.float64(2.0 ** -52))
+
+
+def _instantiate(template):
+    """Two module-level functions ``name_f32`` and ``name_f64`` from ``template``.
+
+    The template's globals ``_F``, ``_fma`` ... are bound per type; Numba reads
+    them as constants and functions, as it reads any module global.
+    """
+    import types as _types
+
+    out = []
+    for suffix, funcs in (("_f32", _F32_FUNCS), ("_f64", _F64_FUNCS)):
+        g = dict(globals())
+        g.update(funcs)
+        name = template.__name__ + suffix
+        fn = _types.FunctionType(template.__code__, g, name, template.__defaults__)
+        fn.__qualname__ = name
+        fn.__doc__ = template.__doc__
+        g[name] = fn
+        globals()[name] = fn
+        out.append(fn)
+    return tuple(out)
+
+
+_F = _fma = _log = _log1p = _u01 = _normal_at = _uniform_at = _erfinv = None
+_SQRT2 = _TINY = _EPS = None
+
+
+def _exp_libm(x):
+    """exp of a float64 by the C library (as Numba's ``math.exp``)."""
+    return math.exp(np.float64(x))
+
+
+def _pow_libm(x, y):
+    """x ** y of float64s by the C library (as Numba's ``math.pow``)."""
+    return math.pow(np.float64(x), np.float64(y))
+
+
+def _erf_libm(x):
+    """erf of a float64 by the C library (as Numba's ``math.erf``)."""
+    return math.erf(np.float64(x))
+
+
+def _exponential_at(k0, k1, i):
+    """Element ``i`` of ``exponential(key, shape)``: ``-log1p(-u)``."""
+    b0, b1 = _words_at(k0, k1, i)
+    return -_log1p(-_u01(b0, b1))
+
+
+def _gumbel_low_at(k0, k1, i):
+    """Element ``i`` of ``gumbel(key, shape, mode='low')``."""
+    u = _uniform_at(k0, k1, i, _TINY, _F(1.0) - _TINY)
+    return -_log(-_log(u))
+
+
+def _gumbel_high_at(k0, k1, i, n):
+    """Element ``i`` (of ``n``) of ``gumbel(key, shape, mode='high')``."""
+    b0, b1 = _words_at(k0, k1, i)
+    high = _u01(b0, b1)
+    if not high >= _F(0.5):
+        b0, b1 = _words_at(k0, k1, n + i)
+        high = high + _EPS * _u01(b0, b1) + _TINY
+    return -_log(-_log1p(-high))
+
+
+def _bernoulli_at(k0, k1, i, n, p, high):
+    """Element ``i`` (of ``n``) of ``bernoulli(key, p, shape, mode)``."""
+    b0, b1 = _words_at(k0, k1, i)
+    u = _u01(b0, b1)
+    if not high:
+        return u < p
+    b0, b1 = _words_at(k0, k1, n + i)
+    return _u01(b0, b1) * _EPS < p - u
+
+
+def _truncated_bounds(lower, upper):
+    """(erf(lower/sqrt2), its span, clip low, clip high) for truncated_normal."""
+    lower = _F(lower)
+    upper = _F(upper)
+    a = _F(_erf_libm(lower / _SQRT2))
+    b = _F(_erf_libm(upper / _SQRT2))
+    lo = np.nextafter(lower, _F(np.inf))
+    hi = np.nextafter(upper, _F(-np.inf))
+    return a, b - a, lo, hi
+
+
+def _truncated_normal_at(k0, k1, i, a, span, lo, hi):
+    """Element ``i`` of ``truncated_normal``, with the numbers of ``_truncated_bounds``."""
+    u = _uniform_at(k0, k1, i, a, span)
+    x = _SQRT2 * _erfinv(u)
+    if x < lo or lo != lo:     # np.clip: NaN bounds give NaN
+        x = lo
+    if x > hi or hi != hi:
+        x = hi
+    return x
+
+
+def _gamma_one(k0, k1, alpha, log_space):
+    """One ``gamma``/``loggamma`` draw of the key (k0, k1): JAX's ``_gamma_one``."""
+    one = _F(1.0)
+    zero = _F(0.0)
+    third = _F(1.0 / 3.0)
+    alpha_orig = _F(alpha)
+    boost = alpha_orig >= one
+    alpha = alpha_orig if boost else alpha_orig + one
+    d = alpha - third
+    c = third * _F(1.0 / math.sqrt(np.float64(d)))
+    key0, key1 = _threefry2x32_pair(k0, k1, 0, 0)
+    s0, s1 = _threefry2x32_pair(k0, k1, 0, 1)
+    V = one
+    while True:
+        a0, a1 = _threefry2x32_pair(key0, key1, 0, 0)
+        x0, x1 = _threefry2x32_pair(key0, key1, 0, 1)
+        u0, u1 = _threefry2x32_pair(key0, key1, 0, 2)
+        key0, key1 = a0, a1
+        x = zero
+        v = -one
+        while True:
+            y0, y1 = _threefry2x32_pair(x0, x1, 0, 0)
+            z0, z1 = _threefry2x32_pair(x0, x1, 0, 1)
+            x0, x1 = y0, y1
+            x = _normal_at(z0, z1, 0)
+            v = _fma(x, c, one)
+            if not v <= zero:
+                break
+        X = x * x
+        V = (v * v) * v
+        b0, b1 = _threefry2x32_pair(u0, u1, 0, 0)
+        U = _u01(b0, b1)
+        if not (U >= _fma(_F(-0.0331), X * X, one)
+                and _log(U) >= _fma(X, _F(0.5), d * ((one - V) + _log(V)))):
+            break
+    b0, b1 = _threefry2x32_pair(s0, s1, 0, 0)
+    f = _u01(b0, b1)
+    if log_space:
+        log_samples = _log1p(-f)
+        log_boost = zero
+        if not (boost or log_samples == zero):
+            log_boost = log_samples * (one / alpha_orig)
+        return (_log(d) + _log(V)) + log_boost
+    samples = one - f
+    b = one
+    if not boost:
+        b = _F(_pow_libm(samples, one / alpha_orig))
+    return (d * V) * b
+
+
+def _beta_from_logs(log_a, log_b):
+    """``beta`` from its two log-gamma draws."""
+    m = log_a if (log_a >= log_b or log_a != log_a) else log_b
+    ga = _F(_exp_libm(log_a - m))
+    gb = _F(_exp_libm(log_b - m))
+    return ga / (ga + gb)
+
+
+_exponential_f32_at, _exponential_f64_at = _instantiate(_exponential_at)
+_gumbel_low_f32_at, _gumbel_low_f64_at = _instantiate(_gumbel_low_at)
+_gumbel_high_f32_at, _gumbel_high_f64_at = _instantiate(_gumbel_high_at)
+_bernoulli_f32_at, _bernoulli_f64_at = _instantiate(_bernoulli_at)
+_truncated_bounds_f32, _truncated_bounds_f64 = _instantiate(_truncated_bounds)
+_truncated_normal_f32_at, _truncated_normal_f64_at = _instantiate(_truncated_normal_at)
+_gamma_one_f32, _gamma_one_f64 = _instantiate(_gamma_one)
+_beta_from_logs_f32, _beta_from_logs_f64 = _instantiate(_beta_from_logs)
+del _exponential_at, _gumbel_low_at, _gumbel_high_at, _bernoulli_at, _truncated_bounds
+del _truncated_normal_at, _gamma_one, _beta_from_logs
+
+
+def _cholesky_lower(a, out):
+    """Lower Cholesky factor of the 2-D array ``a`` into ``out`` (Crout order:
+    column by column, each sum from k = 0 up).  Not positive definite: NaNs."""
+    n = a.shape[0]
+    for j in range(n):
+        for i in range(j):
+            out[i, j] = 0.0
+        for i in range(j, n):
+            s = a[i, j]
+            for k in range(j):
+                s = s - out[i, k] * out[j, k]
+            if i == j:
+                out[j, j] = math.sqrt(s) if s >= 0.0 else np.nan
+            else:
+                out[i, j] = s / out[j, j]
+
+
 #: Kernels above that Numba compiles as they are (numba_backend registers them).
 JITTABLE_KERNELS = (
     _rotl32, _mix4, _threefry2x32_pair, _counter_words, _bits32_at, _words_at,
@@ -522,6 +727,13 @@ JITTABLE_KERNELS = (
     _erfinv_f32_scalar, _erfinv_f64_scalar,
     _uniform_f32_at, _uniform_f64_at, _normal_f32_at, _normal_f64_at,
     _urem32, _randint32_params, _randint32_at, _urem64, _randint64_params, _randint64_at,
+    _exp_libm, _pow_libm, _erf_libm,
+    _exponential_f32_at, _exponential_f64_at, _gumbel_low_f32_at, _gumbel_low_f64_at,
+    _gumbel_high_f32_at, _gumbel_high_f64_at, _bernoulli_f32_at, _bernoulli_f64_at,
+    _truncated_bounds_f32, _truncated_bounds_f64,
+    _truncated_normal_f32_at, _truncated_normal_f64_at,
+    _gamma_one_f32, _gamma_one_f64,
+    _beta_from_logs_f32, _beta_from_logs_f64, _cholesky_lower,
 )
 
 # --------------------------------------------------------------------------
@@ -753,23 +965,51 @@ def _erfinv(x):
     return out.reshape(shape)
 
 
-def _exp(x):
-    """exp in the dtype of ``x`` (float32/float16 rounded from float64)."""
+def _libm_map(fn, x):
+    """``fn`` (a float64 function of the C library) over ``x``, in the dtype of
+    ``x`` (float32/float16 rounded from float64).  Not NumPy's SIMD versions,
+    whose last bit depends on the machine: the compiled kernels call the same C
+    library functions."""
     x = np.asarray(x)
-    if x.dtype == np.float64:
-        return np.exp(x)
-    return np.exp(x.astype(np.float64)).astype(x.dtype)
+    out = np.fromiter(map(fn, x.reshape(-1).astype(np.float64).tolist()), np.float64, x.size)
+    return out.reshape(x.shape).astype(x.dtype, copy=False)
+
+
+def _exp(x):
+    """exp in the dtype of ``x``: the C library's, rounded from float64."""
+    return _libm_map(math.exp, x)
+
+
+def _erf(x):
+    """erf in the dtype of ``x``: the C library's, rounded from float64."""
+    return _libm_map(math.erf, x)
 
 
 def _pow(x, y):
     """x ** y in the dtype of ``x``: float64 by the C library (as XLA's CPU
     backend), float32/float16 rounded from float64."""
     x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y, dtype=np.asarray(x).dtype))
-    if x.dtype == np.float64:
-        out = np.fromiter(map(math.pow, x.reshape(-1).tolist(), y.reshape(-1).tolist()),
-                          np.float64, x.size)
-        return out.reshape(x.shape)
-    return np.power(x.astype(np.float64), y.astype(np.float64)).astype(x.dtype)
+    out = np.fromiter(map(math.pow, x.reshape(-1).astype(np.float64).tolist(),
+                          y.reshape(-1).astype(np.float64).tolist()), np.float64, x.size)
+    return out.reshape(x.shape).astype(x.dtype, copy=False)
+
+
+def _cholesky_vec(a):
+    """Vectorized twin of ``_cholesky_lower`` over a stack of matrices (..., n, n)."""
+    a = np.asarray(a)
+    n = a.shape[-1]
+    out = np.zeros(a.shape, a.dtype)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        for j in range(n):
+            s = a[..., j:, j].copy()
+            for k in range(j):
+                s = s - out[..., j:, k] * out[..., j, k, None]
+            d = s[..., 0]
+            d = np.where(d >= 0, np.sqrt(np.where(d >= 0, d, 0).astype(np.float64)),
+                         np.nan).astype(a.dtype)
+            out[..., j, j] = d
+            out[..., j + 1:, j] = s[..., 1:] / d[..., None]
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -1002,8 +1242,6 @@ def normal(key, shape=(), dtype=None):
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
     """Standard normals truncated to the open interval ``(lower, upper)``."""
-    from scipy.special import erf
-
     k0, k1 = _key_words(key, "truncated_normal")
     dt = _float_dtype(dtype, "truncated_normal")
     lower = np.asarray(lower).astype(dt)
@@ -1014,8 +1252,8 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
         shape = _shape(shape, "truncated_normal")
         _check_result_shape("truncated_normal", shape, lower.shape, upper.shape)
     sqrt2 = dt.type(np.sqrt(2.0))
-    a = np.asarray(erf(lower / sqrt2)).astype(dt)
-    b = np.asarray(erf(upper / sqrt2)).astype(dt)
+    a = _erf(lower / sqrt2)      # the C library's erf, as the compiled kernel
+    b = _erf(upper / sqrt2)
     u = _uniform(k0, k1, shape, dt, a, b)
     out = sqrt2 * _erfinv(u)
     lo = np.nextafter(lower, dt.type(np.inf))
@@ -1189,7 +1427,7 @@ def _shuffle(k0, k1, x, axis):
     """JAX's sort-based shuffle: rounds of stable sorts by fresh 32-bit keys."""
     exponent = 3
     uint32max = np.iinfo(np.uint32).max
-    num_rounds = int(np.ceil(exponent * np.log(max(1, x.size)) / np.log(uint32max)))
+    num_rounds = int(math.ceil(exponent * math.log(max(1, x.size)) / math.log(uint32max)))
     for _ in range(num_rounds):
         (k0, k1), (s0, s1) = _split_words(k0, k1, 2)
         w0, w1 = _hash_words(s0, s1, x.shape)
@@ -1430,6 +1668,14 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         w, v = np.linalg.eigh(cov)
         factor = v * np.sqrt(w[..., None, :])
     else:
-        factor = np.linalg.cholesky(cov)
+        factor = _cholesky_vec(cov)     # as the compiled kernel (NaNs if not PD)
     z = _normal(k0, k1, (*shape, n), dt)
-    return mean + np.einsum("...ij,...j->...i", factor, z)
+    # factor @ z summed in a fixed order (j = 0, 1, ...), as the compiled code
+    acc = None
+    for j in range(n):
+        term = factor[..., :, j] * z[..., j, None]
+        acc = term if acc is None else acc + term
+    if acc is None:
+        acc = np.zeros(np.broadcast_shapes(factor.shape[:-1], z.shape),
+                       np.result_type(factor, z))
+    return mean + acc

@@ -21,7 +21,6 @@ of the backward sweep of the block that defines ``v``, and each reassignment of
 
 from __future__ import annotations
 
-import importlib
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from ..analysis.activity import Activity, Block, analyze, common_block, names_in
 from ..analysis.names import NameGen, scan
 from ..analysis.shapes import same_shapes
 from ..cache import ORIGIN_RE
+from ..rules import object_named
 from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Param, Rule
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
 
@@ -54,30 +54,11 @@ def _rule_keys_by_id() -> dict[int, str]:
     if _BY_ID is None:
         found: dict[int, str] = {}
         for key in DERIVATIVES:
-            obj = _object_named(key)
+            obj = object_named(key)
             if obj is not None:
                 found.setdefault(id(obj), key)
         _BY_ID = found
     return _BY_ID
-
-
-def _object_named(key: str) -> Any:
-    """``numpy.linalg.inv`` -> the function; None for structural keys (``ndarray.T``, ``getitem``)."""
-    parts = key.split(".")
-    if parts[0] not in ("numpy", "math", "builtins", "srctrans", "scipy"):
-        return None
-    for cut in range(len(parts) - 1, 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
-            for part in parts[cut:]:
-                obj = getattr(obj, part)
-        except AttributeError:
-            return None
-        return obj
-    return None
 
 
 class NoRuleError(Exception):

@@ -21,7 +21,6 @@ for each right-hand side and asks its rule.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,6 +30,7 @@ import libcst as cst
 from ..analysis.axes import Axes, analyze
 from ..analysis.names import NameGen, scan
 from ..cache import ORIGIN_RE
+from ..rules import object_named
 from ..rules.batching import _NO_VALUE, BATCHING, BatchRule, Info, Operand, Site, Unbatchable, pad
 from ..rules.derivatives import OPERATORS
 
@@ -63,22 +63,6 @@ _COMPARISONS = {
 _BY_ID: dict[int, str] | None = None
 
 
-def _object_named(key: str) -> Any:
-    parts = key.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
-            for part in parts[cut:]:
-                obj = getattr(obj, part)
-        except AttributeError:
-            return None
-        return obj
-    return None
-
-
 def rule_key(obj: Any) -> str | None:
     """The batching table's key for a function object (aliases such as ``np.amax`` resolve alike)."""
     global _BY_ID
@@ -86,7 +70,7 @@ def rule_key(obj: Any) -> str | None:
         found: dict[int, str] = {}
         for key in BATCHING:
             if key.split(".")[0] in ("numpy", "math", "builtins", "srctrans"):
-                target = _object_named(key)
+                target = object_named(key)
                 if target is not None:
                     found.setdefault(id(target), key)
         _BY_ID = found

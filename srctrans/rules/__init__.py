@@ -20,6 +20,28 @@ def fingerprint(transform_name: str) -> str:
     return ""
 
 
+def object_named(key: str):
+    """The object a rule key names (``numpy.linalg.inv`` -> the function); None for structural
+    keys (``ndarray.T``, ``getitem``) and for names that do not import."""
+    import importlib
+
+    parts = key.split(".")
+    if parts[0] not in ("numpy", "math", "builtins", "srctrans", "scipy"):
+        return None
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for part in parts[cut:]:
+                obj = getattr(obj, part)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
 _VMAP_FINGERPRINT: list[str] = []
 
 

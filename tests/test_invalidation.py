@@ -69,3 +69,27 @@ def test_change_regenerates(tmp_path, python, change, expected):
     after, m2 = _run(python, tmp_path)
     assert after == expected
     assert m2 != m1
+
+
+def test_a_file_written_by_other_transformations_is_written_again(make_module, monkeypatch):
+    # the dependency hash covers srctrans's own source: a file written by another version of
+    # the transformations (a fixed bug, even under the same version number) is not reused
+    import srctrans
+    from srctrans import pipeline
+
+    mod = make_module("import numpy as np\n\ndef f(x):\n    return np.sum(np.sin(x) * x)\n")
+    g = srctrans.grad(mod.f)
+    g(1.0)
+    path = srctrans.source_path(g)
+    before = path.read_text()
+    monkeypatch.setattr(pipeline, "_LIBRARY", ["another version"])
+    again = srctrans.grad(mod.f)
+    again(1.0)
+    after = srctrans.source_path(again).read_text()
+    import re
+
+    def dependency_hash(text):
+        return re.search(r"# dependency hash: (\w+)", text).group(1)
+
+    assert dependency_hash(before) != dependency_hash(after)
+    assert before.split("# dependency hash")[1].splitlines()[1:] == after.split("# dependency hash")[1].splitlines()[1:]

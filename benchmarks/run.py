@@ -21,12 +21,13 @@ sys.path.insert(0, HERE)  # harness, cases
 sys.path.insert(1, os.path.dirname(HERE))  # srctrans and numba_backend from this checkout
 
 import harness  # noqa: E402
-from cases import elementwise, gradients, latency, random_numbers, vmap  # noqa: E402
+from cases import elementwise, forward, gradients, latency, random_numbers, vmap  # noqa: E402
 
 CASES = {
     elementwise.NAME: elementwise,
     latency.NAME: latency,
     gradients.NAME: gradients,
+    forward.NAME: forward,
     vmap.NAME: vmap,
     random_numbers.NAME: random_numbers,
 }

@@ -85,6 +85,7 @@ _NEEDS = {
     "runtime_overloads": re.compile(r"\bsrctrans\.runtime\b|\brt\."),
     "random_overloads": re.compile(r"\brandom\b"),
     "batching_overloads": re.compile(r"\brt\.(batch_|prange\b)"),
+    "forward_overloads": re.compile(r"\brt\.cholesky_jvp\b"),
 }
 
 

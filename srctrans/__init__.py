@@ -8,7 +8,8 @@ pdb keep working.
 __version__ = "0.1.0"
 
 from .ad.custom import custom_vjp, stop_gradient  # noqa: E402
-from .api import grad, jit, source, source_path, value_and_grad, vjp  # noqa: E402
+from .ad.custom_jvp import custom_jvp  # noqa: E402
+from .api import grad, hessian, jacfwd, jacrev, jit, jvp, linearize, source, source_path, value_and_grad, vjp  # noqa: E402
 from .batching import vmap  # noqa: E402
 from .check import check_grads  # noqa: E402
 from .config import config  # noqa: E402
@@ -31,9 +32,15 @@ __all__ = [
     "UnsupportedSyntaxError",
     "check_grads",
     "config",
+    "custom_jvp",
     "custom_vjp",
     "grad",
+    "hessian",
+    "jacfwd",
+    "jacrev",
     "jit",
+    "jvp",
+    "linearize",
     "pmean",
     "psum",
     "source",

@@ -780,3 +780,397 @@ def source_path(fn) -> Path:
 def source(fn) -> str:
     """The text of the generated file behind a transformed function."""
     return _transformed(fn).source()
+
+
+# --- forward mode and second order: jvp, linearize, jacfwd, jacrev, hessian -------------------
+#
+# ``jvp`` runs the generated tangent file (srctrans.ad.forward) of the function, or of a
+# grad's adjoint file (forward over reverse: Hessian-vector products). ``jacfwd`` and
+# ``jacrev`` push one basis vector at a time through that file (or the vjp's) from a Python
+# loop, and arrange the results as JAX does: ``out.shape + in.shape`` for each pair of
+# output and input leaves.
+
+from .tree import tree_map  # noqa: E402
+
+
+def _forward_target(fn) -> tuple[Callable, bool]:
+    """The function whose tangent file a forward transformation runs, and whether it compiles."""
+    compiled = isinstance(fn, Jitted) and fn._compile
+    if isinstance(fn, Grad):  # forward over reverse: the adjoint file, returning the gradient
+        from .nesting import adjoint_function
+
+        return adjoint_function(fn), compiled
+    if isinstance(fn, Jitted):
+        return fn._fn, compiled
+    if not callable(fn):
+        raise TypeError(f"expected a function, got {type(fn).__name__}")
+    return fn, False
+
+
+def _visible_params(target: Callable) -> list[str]:
+    pyfn, _, bound_args, _ = unwrap(target)
+    return [p.name for p in inspect.signature(pyfn).parameters.values()][len(bound_args):]
+
+
+class _Tangents:
+    """The tangent file of one function for one set of differentiated arguments, ready to call."""
+
+    def __init__(self, fn: Callable, wrt: tuple[str, ...], has_aux: bool) -> None:
+        target, compiled = _forward_target(fn)
+        self.visible = _visible_params(target)
+        self.wrt = wrt
+        self.has_aux = has_aux
+        options: tuple = (("wrt", wrt),) + ((("has_aux", True),) if has_aux else ())
+        self.runner = Jitted(target, _transform=Transform("jvp", options), _compile=compiled)
+        self.runner._wrt = wrt
+
+    def __call__(self, primals: tuple, tangents: dict[str, Any]) -> tuple:
+        """``(out, tangent_out)`` (``(out, tangent_out, aux)`` with ``has_aux``); ``tangents`` by argument name."""
+        spec = self.runner._simple
+        if (
+            spec is not None and self.runner._direct and len(primals) == spec.arity
+            and not _any_tree(primals, self.wrt) and spec.returns is None
+        ):  # plain arrays and floats, seen before: no binding (jacfwd's loop)
+            raw = self.runner._run(spec, [*primals, *(tangents[n] for n in self.wrt)])
+            return (raw[0], raw[2], raw[1]) if self.has_aux else raw
+        spec, call_args = self.runner._prepare(tuple(primals), {})
+        flat: list[Any] = []
+        for name, kind in spec.layout:
+            if kind == "one":
+                flat.append(tangents[name])
+            elif kind is not None:
+                flat.extend(tree_flatten(tangents[name])[0])
+        raw = self.runner._run(spec, [*call_args, *flat])
+        if self.has_aux:
+            out, aux, out_dot = raw
+            struct = spec.returns
+            if isinstance(struct, dict) and len(struct.get("tuple", ())) == 2:
+                out, out_dot = _rebuild(struct["tuple"][0], out), _rebuild(struct["tuple"][0], out_dot)
+            return out, out_dot, spec.rebuild_aux(aux)
+        out, out_dot = raw
+        return spec.rebuild(out), spec.rebuild(out_dot)
+
+
+_TANGENT_FILES: dict[tuple, _Tangents] = {}  # (fn, wrt, has_aux) -> its tangent file
+_VISIBLE: dict[Any, list[str]] = {}  # fn -> its parameters, for jvp's fast path
+_TANGENT_LOCK = threading.Lock()
+
+
+def _tangents_for(fn: Callable, wrt: tuple[str, ...], has_aux: bool) -> _Tangents:
+    try:
+        key = (fn, wrt, has_aux)
+        hash(key)
+    except TypeError:
+        return _Tangents(fn, wrt, has_aux)
+    found = _TANGENT_FILES.get(key)
+    if found is None:
+        found = _Tangents(fn, wrt, has_aux)
+        with _TANGENT_LOCK:
+            _TANGENT_FILES[key] = found
+    return found
+
+
+def _fast_jvp(fn: Callable, primals: tuple, tangents: tuple, has_aux: bool):
+    """``jvp`` for float and float-array arguments of a function seen before; None: take the full path."""
+    try:
+        visible = _VISIBLE.get(fn)
+    except TypeError:
+        return None
+    if visible is None or len(primals) != len(visible):
+        return None
+    for p, t in zip(primals, tangents):
+        tp = type(p)
+        if tp is float:
+            if type(t) is not float:
+                return None
+        elif tp is np.ndarray:
+            if type(t) is not np.ndarray or t.shape != p.shape or t.dtype != p.dtype or p.dtype.kind not in "fc":
+                return None
+        else:
+            return None
+    found = _TANGENT_FILES.get((fn, tuple(visible), has_aux))
+    runner = found.runner if found is not None else None
+    if runner is None or runner._simple is None or not runner._direct or runner._simple.returns is not None:
+        return None
+    raw = runner._run(runner._simple, [*primals, *tangents])
+    if has_aux:
+        return raw[0], raw[2], raw[1]
+    return raw
+
+
+def _leaf_dtype(x: Any) -> np.dtype:
+    if hasattr(x, "dtype"):
+        return np.dtype(x.dtype)
+    return np.asarray(x).dtype
+
+
+def _differentiable(x: Any) -> bool:
+    return _leaf_dtype(x).kind in "fc"
+
+
+def _check_tangents(who: str, names: list[str], primals: tuple, tangents: tuple) -> None:
+    """Tangents must match their primals leaf by leaf: structure, shape and (floats) dtype."""
+    from .tree import tree_structure
+
+    for name, p, t in zip(names, primals, tangents):
+        ps, ts = tree_structure(p), tree_structure(t)
+        if ps != ts:
+            raise TypeError(f"{who}: the tangent of argument {name!r} has structure {ts!r}, its primal {ps!r}")
+        for (path, pl), tl in zip(tree_flatten_with_path(p)[0], tree_flatten(t)[0]):
+            where = name + keystr(path)
+            if np.shape(pl) != np.shape(tl):
+                raise ValueError(f"{who}: the tangent of {where} has shape {np.shape(tl)}, its primal {np.shape(pl)}")
+            pd, td = _leaf_dtype(pl), _leaf_dtype(tl)
+            if pd.kind in "fc":
+                if td != pd:
+                    raise TypeError(f"{who}: the tangent of {where} has dtype {td}, its primal {pd}; they must be equal")
+            elif td.kind not in "biuf" or np.any(np.asarray(tl) != 0):
+                raise ValueError(
+                    f"{who}: {where} is {pd}, which has no derivative; its tangent must be zeros, got a nonzero tangent"
+                )
+
+
+def _zero_tangent(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return np.zeros(x.shape, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
+    if isinstance(x, np.generic):
+        return np.zeros((), dtype=x.dtype if x.dtype.kind in "fc" else np.float64)[()]
+    return 0.0
+
+
+def _as_tangent(p: Any, t: Any) -> Any:
+    """A tangent as the tangent file takes it: zeros of float type for integer primal leaves."""
+    return tree_map(lambda pl, tl: tl if _differentiable(pl) else _zero_tangent(pl), p, t)
+
+
+def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
+    """``(out, tangent_out)``: ``fn``'s value and its directional derivative along ``tangents``, like ``jax.jvp``.
+
+    ``primals`` and ``tangents`` are tuples with one entry per argument, of the same pytree
+    structure, shapes and (floating-point) dtypes. Integer arguments carry no derivative:
+    their tangents must be zeros. Runs ``fn``'s generated tangent file (``f.jvp.py``),
+    compiled when ``fn`` is a ``srctrans.jit``. ``jvp(srctrans.grad(f), (x,), (v,))[1]`` is
+    the Hessian-vector product ``H(x) @ v`` (forward mode over the adjoint file). With
+    ``has_aux=True``, ``fn`` returns ``(out, aux)`` and the result is ``(out, tangent_out, aux)``.
+
+    >>> import numpy as np, srctrans
+    >>> def f(x):
+    ...     return np.sin(x) * x
+    >>> out, t = srctrans.jvp(f, (np.array([0.5, 1.0]),), (np.array([1.0, 0.0]),))   # doctest: +SKIP
+    >>> t                                                                            # doctest: +SKIP
+    array([0.95885108, 0.        ])
+    """
+    if not isinstance(primals, (tuple, list)):
+        raise TypeError(f"jvp: primals must be a tuple with one entry per argument, got {type(primals).__name__}")
+    if not isinstance(tangents, (tuple, list)):
+        raise TypeError(f"jvp: tangents must be a tuple with one entry per argument, got {type(tangents).__name__}")
+    primals, tangents = tuple(primals), tuple(tangents)
+    fast = _fast_jvp(fn, primals, tangents, has_aux) if len(primals) == len(tangents) else None
+    if fast is not None:
+        return fast
+    target, _ = (fn, None) if not isinstance(fn, Jitted) else (fn._fn, None)
+    visible = _visible_params(target)
+    if len(primals) != len(visible):
+        raise TypeError(f"jvp: the function takes {len(visible)} arguments ({', '.join(visible)}), got {len(primals)} primals")
+    if len(tangents) != len(primals):
+        raise TypeError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents; give one tangent per argument")
+    _check_tangents("jvp", visible, primals, tangents)
+    wrt = tuple(n for n, p in zip(visible, primals) if any(_differentiable(x) for x in tree_flatten(p)[0]))
+    if not wrt:  # nothing varies
+        out = fn(*primals)
+        if has_aux:
+            out, aux = out
+            return out, tree_map(_zero_tangent, out), aux
+        return out, tree_map(_zero_tangent, out)
+    by_name = {n: _as_tangent(p, t) for n, p, t in zip(visible, primals, tangents)}
+    result = _tangents_for(fn, wrt, has_aux)(primals, by_name)
+    try:
+        _VISIBLE[fn] = visible
+    except TypeError:
+        pass
+    return result
+
+
+def linearize(fn: Callable, *primals):
+    """``(out, f_jvp)`` with ``f_jvp(*tangents) == jvp(fn, primals, tangents)[1]``, like ``jax.linearize``.
+
+    Each call of ``f_jvp`` runs the tangent file again, primal computation included (there is
+    no partial evaluation yet): use it for its interface, not to save work.
+    """
+    out = jvp(fn, primals, tuple(tree_map(_zero_tangent, p) for p in primals))[0]
+
+    def f_jvp(*tangents):
+        return jvp(fn, primals, tangents)[1]
+
+    return out, f_jvp
+
+
+def _argnums_of(argnums, visible: list[str], who: str) -> tuple[bool, tuple[int, ...]]:
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    if not nums:
+        raise ValueError(f"{who}: argnums must name at least one argument")
+    for num in nums:
+        if not isinstance(num, int):
+            raise TypeError(f"{who}: argnums must be an int or a tuple of ints, got {argnums!r}")
+        if not -len(visible) <= num < len(visible):
+            raise ValueError(f"{who}: argnums={num} is out of range for a function of {len(visible)} arguments")
+    return single, tuple(n % len(visible) for n in nums)
+
+
+def _require_float_args(who: str, visible: list[str], args: tuple, nums: tuple[int, ...]) -> None:
+    for k in nums:
+        for path, leaf in tree_flatten_with_path(args[k])[0]:
+            if not _differentiable(leaf):
+                raise TypeError(
+                    f"{who} requires floating-point inputs; argument {visible[k]}{keystr(path)} has dtype {_leaf_dtype(leaf)}"
+                )
+
+
+def _arrange(out_leaves_by_input: list[list[np.ndarray]], out_tree: PyTreeDef, out_leaves, in_trees, in_leaves, single: bool, out_first: bool):
+    """Assemble Jacobian blocks: for each output leaf, the input pytrees of ``out.shape + in.shape`` arrays.
+
+    ``out_leaves_by_input[k][o]`` is the block of input leaf ``k`` (all arguments' leaves in
+    order) and output leaf ``o``, already shaped ``out.shape + in.shape``.
+    """
+    per_out = []
+    for o in range(len(out_leaves)):
+        groups, k = [], 0
+        for treedef, leaves in zip(in_trees, in_leaves):
+            blocks = [out_leaves_by_input[k + j][o] for j in range(len(leaves))]
+            k += len(leaves)
+            groups.append(treedef.unflatten(blocks))
+        per_out.append(groups[0] if single else tuple(groups))
+    return out_tree.unflatten(per_out)
+
+
+def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian of ``fn`` by forward mode, like ``jax.jacfwd``: one tangent file run per input element.
+
+    For an output leaf of shape ``S`` and an input leaf of shape ``T`` the block has shape
+    ``S + T``; outputs and inputs may be pytrees (the result nests the inputs' structure in
+    the output's). ``argnums`` a tuple gives a tuple per output leaf. With ``has_aux`` the
+    result is ``(jacobian, aux)``.
+    """
+    state: dict[str, Any] = {}
+
+    def jacobian(*args):
+        target, _ = (fn, None) if not isinstance(fn, Jitted) else (fn._fn, None)
+        visible = _visible_params(target)
+        single, nums = _argnums_of(argnums, visible, "jacfwd")
+        if len(args) != len(visible):
+            raise TypeError(f"jacfwd: the function takes {len(visible)} arguments, got {len(args)}")
+        _require_float_args("jacfwd", visible, args, nums)
+        wrt = tuple(visible[k] for k in nums)
+        if "runner" not in state:
+            state["runner"] = _Tangents(fn, wrt, has_aux)
+        run = state["runner"]
+        zeros = {visible[k]: tree_map(_zero_tangent, args[k]) for k in nums}
+        in_trees, in_leaves = [], []
+        for k in nums:
+            leaves, treedef = tree_flatten(args[k])
+            in_trees.append(treedef)
+            in_leaves.append(leaves)
+        blocks: list[list[np.ndarray]] = []
+        out = aux = out_tree = out_leaves = None
+        for g, k in enumerate(nums):
+            for j, leaf in enumerate(in_leaves[g]):
+                shape = np.shape(leaf)
+                columns = []
+                for idx in np.ndindex(*shape) if shape else [()]:
+                    basis = np.zeros(shape, dtype=_leaf_dtype(leaf))
+                    basis[idx] = 1.0
+                    leaves = [_zero_tangent(x) for x in in_leaves[g]]
+                    if not isinstance(leaf, np.ndarray):  # a scalar leaf keeps its type
+                        basis = basis[()] if isinstance(leaf, np.generic) else float(basis)
+                    leaves[j] = basis
+                    tangents = dict(zeros)
+                    tangents[visible[k]] = in_trees[g].unflatten(leaves)
+                    result = run(args, tangents)
+                    out, t_out = result[0], result[1]
+                    if has_aux:
+                        aux = result[2]
+                    columns.append([np.asarray(x) for x in tree_flatten(t_out)[0]])
+                out_leaves, out_tree = tree_flatten(out)
+                per_out = []
+                for o, ol in enumerate(out_leaves):
+                    stacked = np.stack([c[o] for c in columns], axis=-1) if columns else np.zeros(np.shape(ol) + (0,))
+                    per_out.append(stacked.reshape(np.shape(ol) + shape))
+                blocks.append(per_out)
+        jac = _arrange(blocks, out_tree, out_leaves, in_trees, in_leaves, single, True)
+        return (jac, aux) if has_aux else jac
+
+    functools.update_wrapper(jacobian, getattr(fn, "__wrapped__", fn), updated=())
+    return jacobian
+
+
+def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian of ``fn`` by reverse mode, like ``jax.jacrev``: one vjp per output element.
+
+    Same shapes and structure as :func:`jacfwd` (``out.shape + in.shape``).
+    """
+
+    def jacobian(*args):
+        target = fn._fn if isinstance(fn, Jitted) else fn
+        visible = _visible_params(target)
+        single, nums = _argnums_of(argnums, visible, "jacrev")
+        if len(args) != len(visible):
+            raise TypeError(f"jacrev: the function takes {len(visible)} arguments, got {len(args)}")
+        _require_float_args("jacrev", visible, args, nums)
+        result = vjp(fn, *args, has_aux=has_aux)
+        out, vjp_fn = result[0], result[1]
+        out_leaves, out_tree = tree_flatten(out)
+        in_trees, in_leaves = [], []
+        for k in nums:
+            leaves, treedef = tree_flatten(args[k])
+            in_trees.append(treedef)
+            in_leaves.append(leaves)
+        n_in = sum(len(x) for x in in_leaves)
+        blocks: list[list[np.ndarray]] = [[None] * len(out_leaves) for _ in range(n_in)]
+        zeros = [_zero_tangent(x) for x in out_leaves]
+        for o, ol in enumerate(out_leaves):
+            shape = np.shape(ol)
+            rows: list[list[np.ndarray]] = []
+            for idx in np.ndindex(*shape) if shape else [()]:
+                basis = np.zeros(shape, dtype=_leaf_dtype(ol) if _differentiable(ol) else np.float64)
+                basis[idx] = 1.0
+                cts = list(zeros)
+                cts[o] = basis if isinstance(ol, np.ndarray) else float(basis)
+                got = vjp_fn(_as_returned(out, out_tree.unflatten(cts)))
+                flat = []
+                for k in nums:
+                    flat.extend(np.asarray(x) for x in tree_flatten(got[k])[0])
+                rows.append(flat)
+            for m, leaf in zip(range(n_in), [x for leaves in in_leaves for x in leaves]):
+                stacked = np.stack([r[m] for r in rows]) if rows else np.zeros((0,) + np.shape(leaf))
+                blocks[m][o] = stacked.reshape(shape + np.shape(leaf))
+        jac = _arrange(blocks, out_tree, out_leaves, in_trees, in_leaves, single, False)
+        return (jac, result[2]) if has_aux else jac
+
+    functools.update_wrapper(jacobian, getattr(fn, "__wrapped__", fn), updated=())
+    return jacobian
+
+
+def _as_returned(out: Any, value: Any) -> Any:
+    """``value`` (of ``out``'s structure) as a generated function returns it: lists and dicts as tuples."""
+    if isinstance(out, dict):
+        return tuple(_as_returned(out[k], value[k]) for k in sorted(out))  # keys sorted, as in pytrees
+    if isinstance(out, (list, tuple)) and not hasattr(out, "_fields"):
+        return tuple(_as_returned(o, v) for o, v in zip(out, value))
+    return value
+
+
+def hessian(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+    """The Hessian of a scalar-valued ``fn``: forward mode over its adjoint file, like ``jax.hessian``.
+
+    ``jacfwd`` of ``grad(fn)``: shape ``in.shape + in.shape`` for one argument, ``H[i][j]``
+    for a tuple ``argnums``. Compiled when ``fn`` is a ``srctrans.jit``. Arguments are
+    arrays and floats (pytree arguments are refused with a ``TypeError`` for now).
+    """
+    if isinstance(fn, Grad):
+        raise TypeError("hessian expects the function itself, not its grad")
+    if isinstance(fn, Jitted) and fn._compile:
+        inner = jit(grad(fn._fn, argnums=argnums), **{k: v for k, v in fn._init_options.items() if not k.startswith("_")})
+    else:
+        inner = grad(fn._fn if isinstance(fn, Jitted) else fn, argnums=argnums)
+    return jacfwd(inner, argnums=argnums)

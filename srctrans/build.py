@@ -87,7 +87,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         return unit
 
     entry = add(entry_pf, cap.name)
-    if transform.name in ("grad", "vjp"):
+    if transform.name in ("grad", "vjp", "jvp"):
         entry.emit_name = f"{cap.name}_{transform.name}"
     np_name = _numpy_name(namespace)
 
@@ -96,7 +96,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         node = with_origins(unit.pf)
         modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
         node = desugar(node, np_name, modules)
-        if unit is entry and transform.name in ("grad", "vjp"):
+        if unit is entry and transform.name in ("grad", "vjp", "jvp"):
             node = anf(_structured(unit, node), frozenset(namespace))
         elif transform.name == "anf":
             node = anf(node, frozenset(namespace))
@@ -110,7 +110,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         from .batching.generate import batch_entry
 
         adjoints, vmap_note, vmap_meta = batch_entry(entry, transform, np_name, namespace, static)
-    if transform.name in ("grad", "vjp"):
+    if transform.name in ("grad", "vjp", "jvp"):
 
         def add_function(fn) -> _Unit:  # a function the adjoint calls as it is (custom_vjp fwd/bwd)
             unit = by_fn.get(id(fn))
@@ -118,7 +118,13 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
                 unit = add(parse_function(capture(fn)), fn.__name__)
             return unit
 
-        adjoints = _adjoints(entry, by_fn, transform, np_name, params_meta, namespace, add_function)
+        if transform.name == "jvp":  # forward mode: tangent functions (srctrans.ad.forward)
+            from .ad.forward import tangent_functions
+
+            adjoints, tangents = tangent_functions(entry, by_fn, transform, np_name, params_meta, namespace, add_function)
+            params_meta = params_meta + [["tangent", t] for t in tangents]
+        else:
+            adjoints = _adjoints(entry, by_fn, transform, np_name, params_meta, namespace, add_function)
         if transform.name == "vjp":
             params_meta = params_meta + [["cotangent"]]
         for unit in units:

@@ -11,7 +11,11 @@ cost does not grow with the number of inputs or outputs):
 
 With ``order=k > 1`` the derivative functions themselves are checked the same way, down to
 order ``k``: in forward mode ``(primals, tangents) -> jvp(f, primals, tangents)`` at
-``(args, args)``, in reverse mode ``args -> vjp_fn(f(*args))``, as JAX does. Arguments and
+``(args, args)``, in reverse mode ``args -> vjp_fn(f(*args))``, as JAX does. With srctrans's
+own transformations these are the generated files themselves (the tangent file
+``(*primals, *tangents) -> (out, tangent_out)``, the adjoint file ``(*primals, cotangent)``),
+so order 2 checks forward over forward, reverse over forward, forward over reverse and
+reverse over reverse. Arguments and
 results may be pytrees (:mod:`srctrans.tree`); every argument leaf must be a float or
 complex number or array. Random directions come from ``numpy.random.RandomState(0)``, so
 checks are deterministic.
@@ -504,7 +508,14 @@ def check_grads(
                 return jvp(fun, primals, tangents)
 
             check_jvp(fun, fun_jvp, fun_args, atol, rtol, eps, _label(fwd_chain, "fwd", depth))
-            if depth < order:
+            if depth < order and _jvp is None:
+                # the JVP as a function of the primals and the tangents: srctrans's generated
+                # tangent file, which the next level differentiates again, at (args, args)
+                from .nesting import tangent_function
+
+                tangent_file = tangent_function(fun, len(fun_args))
+                check(tangent_file, (*fun_args, *fun_args), depth + 1, fwd_chain)
+            elif depth < order:
                 check(fun_jvp, (fun_args, fun_args), depth + 1, fwd_chain)
         if "rev" in modes:
             rev_chain = f"VJP of {chain}" if chain else "VJP"

@@ -67,3 +67,27 @@ def vjp_function(fun: Callable, nargs: int) -> Callable:
     if any(m[0] not in ("arg", "cotangent") for m in spec.gen.meta["params"]):
         raise TypeError("the vjp of a method or of pytree arguments cannot be differentiated again yet")
     return spec.python
+
+
+def tangent_function(fun: Callable, nargs: int) -> Callable:
+    """``fun``'s tangent file as a plain function ``(*primals, *tangents) -> (out, tangent_out)``.
+
+    The file of ``srctrans.jvp(fun, ...)`` with respect to every argument; ``check_grads``
+    with ``modes=("fwd", ...)`` and ``order=2`` checks its derivatives as it checks ``fun``'s
+    (forward over forward, and reverse over forward).
+    """
+    import inspect
+
+    from .api import Jitted
+    from .capture import unwrap
+
+    pyfn, _, bound_args, _ = unwrap(fun)
+    visible = [p.name for p in inspect.signature(pyfn).parameters.values()][len(bound_args):]
+    if len(visible) != nargs:
+        raise TypeError(f"{pyfn.__qualname__} takes {len(visible)} arguments, got {nargs}")
+    runner = Jitted(fun, _transform=Transform("jvp", (("wrt", tuple(visible)),)), _compile=False)
+    runner._wrt = tuple(visible)
+    spec = runner._any_spec()
+    if any(m[0] not in ("arg", "tangent") for m in spec.gen.meta["params"]):
+        raise TypeError("the jvp of a method or of pytree arguments cannot be differentiated again yet")
+    return spec.python

@@ -695,3 +695,19 @@ def batch_alloc(v, n):
 def prange(*args):
     """``range``; a loop over it runs in parallel when Numba compiles the file with ``parallel=True``."""
     return range(*args)
+
+
+# --- forward mode ----------------------------------------------------------------------
+# Tangent rules' helpers; numba_backend/forward_overloads.py compiles the same meaning.
+
+
+def cholesky_jvp(t, ans):
+    """Tangent of ``L = np.linalg.cholesky(x)`` along ``t``: ``L phi(L^-1 T L^-T)``.
+
+    NumPy reads only the lower triangle of ``x``, so ``T`` is ``t``'s lower triangle
+    mirrored; ``phi`` takes the lower triangle with the diagonal halved.
+    """
+    t = np.tril(t) + np.swapaxes(np.tril(t, -1), -1, -2)
+    s = np.linalg.solve(ans, t)  # L^-1 T
+    s = np.swapaxes(np.linalg.solve(ans, np.swapaxes(s, -1, -2)), -1, -2)  # L^-1 T L^-T (T symmetric)
+    return ans @ _lower_half_diagonal(s)

@@ -15,6 +15,11 @@ def fingerprint(transform_name: str) -> str:
 
         text = repr(sorted(DERIVATIVES.items()))
         return hashlib.sha1(text.encode()).hexdigest()[:16]
+    if transform_name == "jvp":  # forward mode reads the same table, with its jvp= entries
+        from .derivatives import DERIVATIVES
+
+        text = repr(sorted((k, r, r.jvp) for k, r in DERIVATIVES.items()))
+        return hashlib.sha1(text.encode()).hexdigest()[:16]
     if transform_name == "vmap":  # the batching rules are code: their text, and the rewrite's
         return _vmap_fingerprint()
     return ""

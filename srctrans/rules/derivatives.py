@@ -10,11 +10,17 @@ Constructors:
 ``elementwise(*partials)``
     Elementwise functions: one partial derivative per argument (``None`` where the
     argument is not differentiable). Reverse mode emits
-    ``x_bar += unbroadcast(g * partial, x)``; forward mode will emit
+    ``x_bar += unbroadcast(g * partial, x)``; forward mode emits
     ``ans_dot = partial * x_dot + ...``: the partials are written once for both.
-``vjp(signature, **templates)``
+``vjp(signature, jvp=..., **templates)``
     Any other differentiable function: its parameters (with defaults) and, for each
-    differentiable parameter, the expression of its adjoint contribution.
+    differentiable parameter, the expression of its adjoint contribution. ``jvp`` gives
+    forward mode's tangent: ``LINEAR`` (the function is linear in its differentiable
+    parameters together: the tangent is the same call with each of them replaced by its
+    tangent, zeros for the constant ones), ``MULTILINEAR`` (linear in each separately:
+    the sum, over the varying parameters, of the call with that one replaced by its
+    tangent), or ``{param: template}``, whose terms are summed, ``{t}`` being that
+    parameter's tangent. Without ``jvp``, forward mode refuses the function.
 ``nondiff(signature)``
     Results that carry no derivative (comparisons, ``argmax``, ``floor``, array
     creation ...). Their outputs are constants for differentiation.
@@ -39,6 +45,9 @@ class Rule:
     params: tuple[Param, ...]
     templates: dict[str, str] = field(default_factory=dict)  # param -> partial (elementwise) or vjp
     needs_ans: bool = False
+    # forward mode: LINEAR, MULTILINEAR or param -> tangent term ({t}: the param's tangent);
+    # left out of repr so that reverse mode's rule fingerprint does not depend on it
+    jvp: str | dict[str, str] | None = field(default=None, repr=False, compare=False)
 
     def template(self, param: str) -> str | None:
         return self.templates.get(param)
@@ -63,8 +72,18 @@ def elementwise(*partials: str | None) -> Rule:
     return Rule("elementwise", params, templates, any("{ans}" in t for t in templates.values()))
 
 
-def vjp(signature: str, **templates: str) -> Rule:
-    return Rule("vjp", _signature(signature), dict(templates), any("{ans}" in t for t in templates.values()))
+LINEAR = "linear"
+MULTILINEAR = "multilinear"
+
+
+def vjp(signature: str, jvp: str | dict[str, str] | None = None, **templates: str) -> Rule:
+    needs_ans = any("{ans}" in t for t in templates.values())
+    return Rule("vjp", _signature(signature), dict(templates), needs_ans, jvp)
+
+
+def _reduction_jvp(helper: str, rest: str) -> dict[str, str]:
+    """A reduction whose adjoint is ``expand(g) * K(x)``: its tangent is ``sum_to(t * K(x))``."""
+    return {"x": f"rt.sum_to({{t}} * rt.{helper}(rt.ones_like({{ans}}), {{x}}, {rest}), {{ans}}, {{axis}}, {{keepdims}})"}
 
 
 def nondiff(signature: str = "x") -> Rule:
@@ -159,87 +178,88 @@ DERIVATIVES: dict[str, Rule] = {
     "scipy.special.erf": elementwise("1.1283791670955126 * np.exp(-{x} * {x})"),
     "scipy.special.gammaln": elementwise("rt.digamma({x})"),
     # --- reductions -------------------------------------------------------------
-    "numpy.sum": vjp("x, axis=None, dtype=None, out=None, keepdims=False", x="rt.sum_grad({g}, {x}, {axis}, {keepdims})"),
-    "numpy.mean": vjp("x, axis=None, dtype=None, out=None, keepdims=False", x="rt.mean_grad({g}, {x}, {axis}, {keepdims})"),
-    "numpy.max": vjp("x, axis=None, out=None, keepdims=False", x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
-    "numpy.min": vjp("x, axis=None, out=None, keepdims=False", x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
-    "numpy.amax": vjp("x, axis=None, out=None, keepdims=False", x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
-    "numpy.amin": vjp("x, axis=None, out=None, keepdims=False", x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
-    "numpy.prod": vjp("x, axis=None, dtype=None, out=None, keepdims=False", x="rt.prod_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
-    "numpy.var": vjp("x, axis=None, dtype=None, out=None, ddof=0, keepdims=False", x="rt.var_grad({g}, {x}, {axis}, {ddof}, {keepdims})"),
-    "numpy.std": vjp("x, axis=None, dtype=None, out=None, ddof=0, keepdims=False", x="rt.std_grad({g}, {x}, {ans}, {axis}, {ddof}, {keepdims})"),
-    "numpy.cumsum": vjp("x, axis=None, dtype=None, out=None", x="rt.cumsum_grad({g}, {x}, {axis})"),
+    "numpy.sum": vjp("x, axis=None, dtype=None, out=None, keepdims=False", jvp=LINEAR, x="rt.sum_grad({g}, {x}, {axis}, {keepdims})"),
+    "numpy.mean": vjp("x, axis=None, dtype=None, out=None, keepdims=False", jvp=LINEAR, x="rt.mean_grad({g}, {x}, {axis}, {keepdims})"),
+    "numpy.max": vjp("x, axis=None, out=None, keepdims=False", jvp=_reduction_jvp("extremum_grad", "{ans}, {axis}, {keepdims}"), x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
+    "numpy.min": vjp("x, axis=None, out=None, keepdims=False", jvp=_reduction_jvp("extremum_grad", "{ans}, {axis}, {keepdims}"), x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
+    "numpy.amax": vjp("x, axis=None, out=None, keepdims=False", jvp=_reduction_jvp("extremum_grad", "{ans}, {axis}, {keepdims}"), x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
+    "numpy.amin": vjp("x, axis=None, out=None, keepdims=False", jvp=_reduction_jvp("extremum_grad", "{ans}, {axis}, {keepdims}"), x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
+    "numpy.prod": vjp("x, axis=None, dtype=None, out=None, keepdims=False", jvp=_reduction_jvp("prod_grad", "{ans}, {axis}, {keepdims}"), x="rt.prod_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
+    "numpy.var": vjp("x, axis=None, dtype=None, out=None, ddof=0, keepdims=False", jvp=_reduction_jvp("var_grad", "{axis}, {ddof}, {keepdims}"), x="rt.var_grad({g}, {x}, {axis}, {ddof}, {keepdims})"),
+    "numpy.std": vjp("x, axis=None, dtype=None, out=None, ddof=0, keepdims=False", jvp=_reduction_jvp("std_grad", "{ans}, {axis}, {ddof}, {keepdims}"), x="rt.std_grad({g}, {x}, {ans}, {axis}, {ddof}, {keepdims})"),
+    "numpy.cumsum": vjp("x, axis=None, dtype=None, out=None", jvp=LINEAR, x="rt.cumsum_grad({g}, {x}, {axis})"),
     "numpy.cumprod": vjp("x, axis=None, dtype=None, out=None", x="rt.cumprod_grad({g}, {x}, {ans}, {axis})"),
-    "scipy.special.logsumexp": vjp("x, axis=None, b=None, keepdims=False", x="rt.logsumexp_grad({g}, {x}, {ans}, {axis}, {keepdims}, {b})"),
+    "scipy.special.logsumexp": vjp("x, axis=None, b=None, keepdims=False", jvp=_reduction_jvp("logsumexp_grad", "{ans}, {axis}, {keepdims}, {b}"), x="rt.logsumexp_grad({g}, {x}, {ans}, {axis}, {keepdims}, {b})"),
     # --- linear algebra -----------------------------------------------------------
-    "numpy.dot": vjp("x, y", x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
-    "numpy.matmul": vjp("x, y", x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
+    "numpy.dot": vjp("x, y", jvp=MULTILINEAR, x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
+    "numpy.matmul": vjp("x, y", jvp=MULTILINEAR, x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
     "numpy.outer": vjp(
-        "x, y",
+        "x, y", jvp=MULTILINEAR,
         x="np.reshape(np.dot({g}, np.ravel({y})), np.shape({x}))",
         y="np.reshape(np.dot(np.ravel({x}), {g}), np.shape({y}))",
     ),
-    "numpy.vdot": vjp("x, y", x="{g} * {y}", y="{g} * {x}"),
-    "numpy.trace": vjp("x", x="{g} * np.eye(np.shape({x})[0], np.shape({x})[1])"),
-    "numpy.linalg.inv": vjp("x", x="-(np.transpose({ans}) @ {g} @ np.transpose({ans}))"),
-    "numpy.linalg.det": vjp("x", x="{g} * {ans} * np.transpose(np.linalg.inv({x}))"),
+    "numpy.vdot": vjp("x, y", jvp=MULTILINEAR, x="{g} * {y}", y="{g} * {x}"),
+    "numpy.trace": vjp("x", jvp=LINEAR, x="{g} * np.eye(np.shape({x})[0], np.shape({x})[1])"),
+    "numpy.linalg.inv": vjp("x", jvp=dict(x="-({ans} @ {t} @ {ans})"), x="-(np.transpose({ans}) @ {g} @ np.transpose({ans}))"),
+    "numpy.linalg.det": vjp("x", jvp=dict(x="{ans} * np.trace(np.linalg.solve({x}, {t}))"), x="{g} * {ans} * np.transpose(np.linalg.inv({x}))"),
     # two results: {g} is the pair of their adjoints (sign, log|det|) / one adjoint per piece
-    "numpy.linalg.slogdet": vjp("x", x="rt.slogdet_grad({g}, {x})"),
-    "numpy.split": vjp("x, indices_or_sections, axis=0", x="rt.split_grad({g}, {axis})"),
-    "numpy.inner": vjp("x, y", x="rt.inner_grad_x({g}, {x}, {y})", y="rt.inner_grad_y({g}, {x}, {y})"),
-    "numpy.tensordot": vjp("x, y, axes=2", x="rt.tensordot_grad_x({g}, {x}, {y}, {axes})", y="rt.tensordot_grad_y({g}, {x}, {y}, {axes})"),
+    "numpy.linalg.slogdet": vjp("x", jvp=dict(x="(0.0, np.trace(np.linalg.solve({x}, {t})))"), x="rt.slogdet_grad({g}, {x})"),
+    "numpy.split": vjp("x, indices_or_sections, axis=0", jvp=LINEAR, x="rt.split_grad({g}, {axis})"),
+    "numpy.inner": vjp("x, y", jvp=MULTILINEAR, x="rt.inner_grad_x({g}, {x}, {y})", y="rt.inner_grad_y({g}, {x}, {y})"),
+    "numpy.tensordot": vjp("x, y, axes=2", jvp=MULTILINEAR, x="rt.tensordot_grad_x({g}, {x}, {y}, {axes})", y="rt.tensordot_grad_y({g}, {x}, {y}, {axes})"),
     "numpy.einsum": vjp(  # one to three operands
-        "subscripts, x, y=None, z=None",
+        "subscripts, x, y=None, z=None", jvp=MULTILINEAR,
         x="rt.einsum_grad({g}, {subscripts}, 0, {x}, {y}, {z})",
         y="rt.einsum_grad({g}, {subscripts}, 1, {x}, {y}, {z})",
         z="rt.einsum_grad({g}, {subscripts}, 2, {x}, {y}, {z})",
     ),
-    "numpy.linalg.solve": vjp("a, b", a="rt.solve_grad_a({g}, {a}, {b}, {ans})", b="rt.solve_grad_b({g}, {a}, {b})"),
-    "numpy.linalg.cholesky": vjp("x", x="rt.cholesky_grad({g}, {x}, {ans})"),
-    "numpy.linalg.norm": vjp("x, ord=None, axis=None, keepdims=False", x="rt.norm_grad({g}, {x}, {ans}, {ord}, {axis}, {keepdims})"),
+    "numpy.linalg.solve": vjp("a, b", jvp=dict(a="-np.linalg.solve({a}, {t} @ {ans})", b="np.linalg.solve({a}, {t})"), a="rt.solve_grad_a({g}, {a}, {b}, {ans})", b="rt.solve_grad_b({g}, {a}, {b})"),
+    "numpy.linalg.cholesky": vjp("x", jvp=dict(x="rt.cholesky_jvp({t}, {ans})"), x="rt.cholesky_grad({g}, {x}, {ans})"),
+    "numpy.linalg.norm": vjp("x, ord=None, axis=None, keepdims=False", jvp=_reduction_jvp("norm_grad", "{ans}, {ord}, {axis}, {keepdims}"), x="rt.norm_grad({g}, {x}, {ans}, {ord}, {axis}, {keepdims})"),
     # --- shape ----------------------------------------------------------------------
-    "numpy.transpose": vjp("x, axes=None", x="rt.transpose_grad({g}, {axes})"),
-    "numpy.reshape": vjp("x, shape", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
-    "numpy.ravel": vjp("x", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
-    "numpy.squeeze": vjp("x, axis=None", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
-    "numpy.expand_dims": vjp("x, axis", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
-    "numpy.copy": vjp("x", x="{g}"),
-    "numpy.ascontiguousarray": vjp("x", x="{g}"),
-    "numpy.diag": vjp("x, k=0", x="rt.diag_grad({g}, {x}, {k})"),
-    "numpy.triu": vjp("x, k=0", x="np.triu({g}, {k})"),
-    "numpy.tril": vjp("x, k=0", x="np.tril({g}, {k})"),
-    "numpy.swapaxes": vjp("x, axis1, axis2", x="np.swapaxes({g}, {axis1}, {axis2})"),
-    "numpy.broadcast_to": vjp("x, shape", x="rt.unbroadcast({g}, {x})"),
-    "numpy.atleast_1d": vjp("x", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
-    "numpy.atleast_2d": vjp("x", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
-    "numpy.where": vjp("condition, x, y", x="rt.unbroadcast(np.where({condition}, {g}, 0.0), {x})", y="rt.unbroadcast(np.where({condition}, 0.0, {g}), {y})"),
-    "numpy.diagonal": vjp("x, offset=0, axis1=0, axis2=1", x="rt.diagonal_grad({g}, {x}, {offset}, {axis1}, {axis2})"),
-    "numpy.moveaxis": vjp("x, source, destination", x="rt.moveaxis_grad({g}, {x}, {source}, {destination})"),
-    "numpy.flip": vjp("x, axis=None", x="rt.flip_grad({g}, {x}, {axis})"),
-    "numpy.roll": vjp("x, shift, axis=None", x="rt.roll_grad({g}, {x}, {shift}, {axis})"),
-    "numpy.tile": vjp("x, reps", x="rt.tile_grad({g}, {x}, {reps})"),
-    "numpy.repeat": vjp("x, repeats, axis=None", x="rt.repeat_grad({g}, {x}, {repeats}, {axis})"),
-    "numpy.pad": vjp("x, pad_width, mode='constant', constant_values=0", x="rt.pad_grad({g}, {x}, {pad_width}, {mode})"),
-    "numpy.sort": vjp("x, axis=-1, kind=None, order=None", x="rt.sort_grad({g}, {x}, {axis})"),
-    "numpy.take": vjp("x, indices, axis=None", x="rt.take_grad({g}, {x}, {indices}, {axis})"),
-    "numpy.take_along_axis": vjp("x, indices, axis=-1", x="rt.take_along_axis_grad({g}, {x}, {indices}, {axis})"),
+    "numpy.transpose": vjp("x, axes=None", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
+    "numpy.reshape": vjp("x, shape", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
+    "numpy.ravel": vjp("x", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
+    "numpy.squeeze": vjp("x, axis=None", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
+    "numpy.expand_dims": vjp("x, axis", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
+    "numpy.copy": vjp("x", jvp=LINEAR, x="{g}"),
+    "numpy.ascontiguousarray": vjp("x", jvp=LINEAR, x="{g}"),
+    "numpy.diag": vjp("x, k=0", jvp=LINEAR, x="rt.diag_grad({g}, {x}, {k})"),
+    "numpy.triu": vjp("x, k=0", jvp=LINEAR, x="np.triu({g}, {k})"),
+    "numpy.tril": vjp("x, k=0", jvp=LINEAR, x="np.tril({g}, {k})"),
+    "numpy.swapaxes": vjp("x, axis1, axis2", jvp=LINEAR, x="np.swapaxes({g}, {axis1}, {axis2})"),
+    "numpy.broadcast_to": vjp("x, shape", jvp=LINEAR, x="rt.unbroadcast({g}, {x})"),
+    "numpy.atleast_1d": vjp("x", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
+    "numpy.atleast_2d": vjp("x", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
+    "numpy.where": vjp("condition, x, y", jvp=LINEAR, x="rt.unbroadcast(np.where({condition}, {g}, 0.0), {x})", y="rt.unbroadcast(np.where({condition}, 0.0, {g}), {y})"),
+    "numpy.diagonal": vjp("x, offset=0, axis1=0, axis2=1", jvp=LINEAR, x="rt.diagonal_grad({g}, {x}, {offset}, {axis1}, {axis2})"),
+    "numpy.moveaxis": vjp("x, source, destination", jvp=LINEAR, x="rt.moveaxis_grad({g}, {x}, {source}, {destination})"),
+    "numpy.flip": vjp("x, axis=None", jvp=LINEAR, x="rt.flip_grad({g}, {x}, {axis})"),
+    "numpy.roll": vjp("x, shift, axis=None", jvp=LINEAR, x="rt.roll_grad({g}, {x}, {shift}, {axis})"),
+    "numpy.tile": vjp("x, reps", jvp=LINEAR, x="rt.tile_grad({g}, {x}, {reps})"),
+    "numpy.repeat": vjp("x, repeats, axis=None", jvp=LINEAR, x="rt.repeat_grad({g}, {x}, {repeats}, {axis})"),
+    "numpy.pad": vjp("x, pad_width, mode='constant', constant_values=0", jvp=dict(x="np.pad({t}, {pad_width})"), x="rt.pad_grad({g}, {x}, {pad_width}, {mode})"),
+    "numpy.sort": vjp("x, axis=-1, kind=None, order=None", jvp=dict(x="rt.take_sorted({t}, {x}, {axis})"), x="rt.sort_grad({g}, {x}, {axis})"),
+    "numpy.take": vjp("x, indices, axis=None", jvp=LINEAR, x="rt.take_grad({g}, {x}, {indices}, {axis})"),
+    "numpy.take_along_axis": vjp("x, indices, axis=-1", jvp=LINEAR, x="rt.take_along_axis_grad({g}, {x}, {indices}, {axis})"),
     # a sequence of arrays: the template gives a tuple, one adjoint per array
-    "numpy.stack": vjp("arrays, axis=0", arrays="rt.stack_grad({g}, {arrays}, {axis})"),
-    "numpy.concatenate": vjp("arrays, axis=0", arrays="rt.concatenate_grad({g}, {arrays}, {axis})"),
-    "numpy.hstack": vjp("arrays", arrays="rt.hstack_grad({g}, {arrays})"),
-    "numpy.vstack": vjp("arrays", arrays="rt.vstack_grad({g}, {arrays})"),
-    "ndarray.T": vjp("x", x="np.transpose({g})"),
-    "ndarray.reshape": vjp("x, *shape", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
-    "ndarray.copy": vjp("x", x="{g}"),
-    "ndarray.ravel": vjp("x", x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
-    "ndarray.astype": vjp("x, dtype", x="{g}"),
-    "ndarray.transpose": vjp("x, *axes", x="rt.transpose_grad({g}, {axes})"),
-    "getitem": vjp("x, index", x="rt.getitem_grad({g}, {x}, {index})"),
+    "numpy.stack": vjp("arrays, axis=0", jvp=LINEAR, arrays="rt.stack_grad({g}, {arrays}, {axis})"),
+    "numpy.concatenate": vjp("arrays, axis=0", jvp=LINEAR, arrays="rt.concatenate_grad({g}, {arrays}, {axis})"),
+    "numpy.hstack": vjp("arrays", jvp=LINEAR, arrays="rt.hstack_grad({g}, {arrays})"),
+    "numpy.vstack": vjp("arrays", jvp=LINEAR, arrays="rt.vstack_grad({g}, {arrays})"),
+    "ndarray.T": vjp("x", jvp=LINEAR, x="np.transpose({g})"),
+    "ndarray.reshape": vjp("x, *shape", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
+    "ndarray.copy": vjp("x", jvp=LINEAR, x="{g}"),
+    "ndarray.ravel": vjp("x", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
+    "ndarray.astype": vjp("x, dtype", jvp=LINEAR, x="{g}"),
+    "ndarray.transpose": vjp("x, *axes", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
+    "getitem": vjp("x, index", jvp=LINEAR, x="rt.getitem_grad({g}, {x}, {index})"),
     # JAX's functional updates, x.at[index].set(v) / .add(v) / .multiply(v) (desugared into these)
-    "srctrans.runtime.at_set": vjp("x, index, v", x="rt.at_set({g}, {index}, 0.0)", v="rt.unbroadcast({g}[{index}], {v})"),
-    "srctrans.runtime.at_add": vjp("x, index, v", x="{g}", v="rt.unbroadcast({g}[{index}], {v})"),
+    "srctrans.runtime.at_set": vjp("x, index, v", jvp=LINEAR, x="rt.at_set({g}, {index}, 0.0)", v="rt.unbroadcast({g}[{index}], {v})"),
+    "srctrans.runtime.at_add": vjp("x, index, v", jvp=LINEAR, x="{g}", v="rt.unbroadcast({g}[{index}], {v})"),
     "srctrans.runtime.at_multiply": vjp(
-        "x, index, v", x="rt.at_multiply({g}, {index}, {v})", v="rt.unbroadcast({g}[{index}] * {x}[{index}], {v})"
+        "x, index, v",
+        jvp=dict(x="rt.at_multiply({t}, {index}, {v})", v="rt.at_set(rt.zeros_like({x}), {index}, {x}[{index}] * {t})"), x="rt.at_multiply({g}, {index}, {v})", v="rt.unbroadcast({g}[{index}] * {x}[{index}], {v})"
     ),
     # --- no derivative ------------------------------------------------------------
     "srctrans.stop_gradient": nondiff(),
@@ -259,8 +279,8 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.linspace": nondiff("start, stop, num=50"),
     "numpy.eye": nondiff("N, M=None, k=0, dtype=None"),
     "numpy.identity": nondiff("n, dtype=None"),
-    "numpy.full": vjp("shape, fill_value, dtype=None", fill_value="rt.unbroadcast({g}, {fill_value})"),  # shape carries none
-    "numpy.full_like": vjp("x, fill_value, dtype=None", fill_value="rt.unbroadcast({g}, {fill_value})"),  # nor x
+    "numpy.full": vjp("shape, fill_value, dtype=None", jvp=LINEAR, fill_value="rt.unbroadcast({g}, {fill_value})"),  # shape carries none
+    "numpy.full_like": vjp("x, fill_value, dtype=None", jvp=LINEAR, fill_value="rt.unbroadcast({g}, {fill_value})"),  # nor x
     "numpy.argwhere": nondiff(),
     "numpy.nonzero": nondiff(),
     "numpy.searchsorted": nondiff("a, v, side='left', sorter=None"),

@@ -33,6 +33,13 @@ Helpers without a rule (differentiating a file that calls them stops with "no ru
 the adjoint's is an argument), the nonlinear ``cumprod_grad`` and ``cholesky_grad``, and
 the second-order helpers ``prod_grad_grad``, ``sinc_grad2`` and ``trigamma`` (third
 derivatives).
+
+Forward mode (``jvp(grad(f))``, Hessian-vector products) reads the ``jvp=`` of the same
+entries: most helpers are linear in their ``g_`` (``LINEAR``) or linear in each of two
+operands (``MULTILINEAR``); the others say how their result moves with each operand.
+``std_grad``, ``norm_grad`` and ``logsumexp_grad`` are linear in ``g_`` and proportional
+to ``1 / ans_`` (or ``exp(-ans_)``), which gives their ``ans_`` terms; ``prod_grad``'s
+``x`` term is the product's whole second derivative, its ``ans_`` none (as in reverse mode).
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from __future__ import annotations
 # module may be the one imported first (the table is filled in and merged further down).
 RUNTIME_DERIVATIVES: dict = {}
 
-from .derivatives import DERIVATIVES, elementwise, nondiff, vjp  # noqa: E402
+from .derivatives import DERIVATIVES, LINEAR, MULTILINEAR, elementwise, nondiff, vjp  # noqa: E402
 
 
 # ``sum_to(u * helper(ones, ...))``: the adjoint of ``g`` in a reduction's adjoint ``expand(g) * K(x)``
@@ -58,37 +65,37 @@ RUNTIME_DERIVATIVES.update({
     "srctrans.runtime.le_mask": nondiff("x, y"),
     "srctrans.runtime.inside_mask": nondiff("x, lo, hi"),
     # --- linear in g: the adjoint is the transposed operation -------------------------------
-    "srctrans.runtime.unbroadcast": vjp("g_, x", g_="rt.unbroadcast({g}, {g_})"),
-    "srctrans.runtime.sum_grad": vjp("g_, x, axis=None, keepdims=False", g_="rt.sum_to({g}, {g_}, {axis}, {keepdims})"),
+    "srctrans.runtime.unbroadcast": vjp("g_, x", jvp=LINEAR, g_="rt.unbroadcast({g}, {g_})"),
+    "srctrans.runtime.sum_grad": vjp("g_, x, axis=None, keepdims=False", jvp=LINEAR, g_="rt.sum_to({g}, {g_}, {axis}, {keepdims})"),
     "srctrans.runtime.mean_grad": vjp(
-        "g_, x, axis=None, keepdims=False", g_=_g_of_reduction("mean_grad", "{x}, {axis}, {keepdims}")
+        "g_, x, axis=None, keepdims=False", jvp=LINEAR, g_=_g_of_reduction("mean_grad", "{x}, {axis}, {keepdims}")
     ),
-    "srctrans.runtime.sum_to": vjp("h, g_, axis=None, keepdims=False", h="rt.sum_grad({g}, {h}, {axis}, {keepdims})"),
-    "srctrans.runtime.transpose_grad": vjp("g_, axes=None", g_="rt.transpose({g}, {axes})"),
-    "srctrans.runtime.transpose": vjp("x, axes=None", x="rt.transpose_grad({g}, {axes})"),
-    "srctrans.runtime.diag_grad": vjp("g_, x, k=0", g_="rt.diag_grad({g}, {g_}, {k})"),
-    "srctrans.runtime.getitem_grad": vjp("g_, x, index", g_="rt.unbroadcast({g}[{index}], {g_})"),
-    "srctrans.runtime.snapshot": vjp("v", v="{g}"),
+    "srctrans.runtime.sum_to": vjp("h, g_, axis=None, keepdims=False", jvp=LINEAR, h="rt.sum_grad({g}, {h}, {axis}, {keepdims})"),
+    "srctrans.runtime.transpose_grad": vjp("g_, axes=None", jvp=LINEAR, g_="rt.transpose({g}, {axes})"),
+    "srctrans.runtime.transpose": vjp("x, axes=None", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
+    "srctrans.runtime.diag_grad": vjp("g_, x, k=0", jvp=LINEAR, g_="rt.diag_grad({g}, {g_}, {k})"),
+    "srctrans.runtime.getitem_grad": vjp("g_, x, index", jvp=LINEAR, g_="rt.unbroadcast({g}[{index}], {g_})"),
+    "srctrans.runtime.snapshot": vjp("v", jvp=LINEAR, v="{g}"),
     # --- reductions' adjoints: g, and x where the adjoint depends on its values -------------
     # max/min: x and ans only choose the positions, a piecewise constant choice
     "srctrans.runtime.extremum_grad": vjp(
-        "g_, x, ans_, axis=None, keepdims=False",
+        "g_, x, ans_, axis=None, keepdims=False", jvp=LINEAR,
         g_=_g_of_reduction("extremum_grad", "{x}, {ans_}, {axis}, {keepdims}"),
     ),
     "srctrans.runtime.prod_grad": vjp(
-        "g_, x, ans_, axis=None, keepdims=False",
+        "g_, x, ans_, axis=None, keepdims=False", jvp=dict(g_="rt.prod_grad({t}, {x}, {ans_}, {axis}, {keepdims})", x="rt.prod_grad_grad({t}, {g_}, {x}, {axis}, {keepdims})"),
         g_=_g_of_reduction("prod_grad", "{x}, {ans_}, {axis}, {keepdims}"),
         x="rt.prod_grad_grad({g}, {g_}, {x}, {axis}, {keepdims})",
     ),
     # 2 g (x - mean(x)) / (n - ddof): x is centered, and centering is its own transpose
     "srctrans.runtime.var_grad": vjp(
-        "g_, x, axis=None, ddof=0, keepdims=False",
+        "g_, x, axis=None, ddof=0, keepdims=False", jvp=MULTILINEAR,
         g_=_g_of_reduction("var_grad", "{x}, {axis}, {ddof}, {keepdims}"),
         x="rt.var_grad(rt.ones_like({g_}), {g} * rt.sum_grad({g_}, {x}, {axis}, {keepdims}), {axis}, {ddof}, {keepdims})",
     ),
     # var_grad(g / (2 ans), x): the result is proportional to 1 / ans
     "srctrans.runtime.std_grad": vjp(
-        "g_, x, ans_, axis=None, ddof=0, keepdims=False",
+        "g_, x, ans_, axis=None, ddof=0, keepdims=False", jvp=dict(g_="rt.std_grad({t}, {x}, {ans_}, {axis}, {ddof}, {keepdims})", x="rt.std_grad({g_}, {t}, {ans_}, {axis}, {ddof}, {keepdims})", ans_="-rt.std_grad({g_} * {t} / {ans_}, {x}, {ans_}, {axis}, {ddof}, {keepdims})"),
         g_=_g_of_reduction("std_grad", "{x}, {ans_}, {axis}, {ddof}, {keepdims}"),
         x="rt.var_grad(rt.ones_like({g_}), {g} * rt.sum_grad({g_} / (2.0 * {ans_}), {x}, {axis}, {keepdims}), "
         "{axis}, {ddof}, {keepdims})",
@@ -97,18 +104,18 @@ RUNTIME_DERIVATIVES.update({
     # --- products: bilinear in g and the other operand; x (dot_grad_x) and y (dot_grad_y) give shapes
     # <u, dot_grad_x(g, x, y)> = <g, dot(u, y)>; <u, dot_grad_y(g, x, y)> = <g, dot(x, u)>
     "srctrans.runtime.dot_grad_x": vjp(
-        "g_, x, y", g_="rt.unbroadcast(rt.dot({g}, {y}), {g_})", y="rt.dot_grad_y({g_}, {g}, {y})"
+        "g_, x, y", jvp=MULTILINEAR, g_="rt.unbroadcast(rt.dot({g}, {y}), {g_})", y="rt.dot_grad_y({g_}, {g}, {y})"
     ),
     "srctrans.runtime.dot_grad_y": vjp(
-        "g_, x, y", g_="rt.unbroadcast(rt.dot({x}, {g}), {g_})", x="rt.dot_grad_x({g_}, {x}, {g})"
+        "g_, x, y", jvp=MULTILINEAR, g_="rt.unbroadcast(rt.dot({x}, {g}), {g_})", x="rt.dot_grad_x({g_}, {x}, {g})"
     ),
-    "srctrans.runtime.dot": vjp("x, y", x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
-    "srctrans.runtime.matmul": vjp("x1, x2", x1="rt.dot_grad_x({g}, {x1}, {x2})", x2="rt.dot_grad_y({g}, {x1}, {x2})"),
+    "srctrans.runtime.dot": vjp("x, y", jvp=MULTILINEAR, x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
+    "srctrans.runtime.matmul": vjp("x1, x2", jvp=MULTILINEAR, x1="rt.dot_grad_x({g}, {x1}, {x2})", x2="rt.dot_grad_y({g}, {x1}, {x2})"),
     # --- elementwise partials --------------------------------------------------------------
     # a * log(b), 0 where a is 0. Where b is 0 the partials would be infinite while the value
     # is 0 (a = 0) or infinite (a != 0): b + (b == 0) keeps x ** y's second derivatives at x = 0 finite
     "srctrans.runtime.xlogy": vjp(
-        "a, b",
+        "a, b", jvp=dict(a="{t} * np.log({b} + ({b} == 0))", b="{a} * {t} / ({b} + ({b} == 0))"),
         a="rt.unbroadcast({g} * np.log({b} + ({b} == 0)), {a})",
         b="rt.unbroadcast({g} * {a} / ({b} + ({b} == 0)), {b})",
     ),
@@ -116,88 +123,92 @@ RUNTIME_DERIVATIVES.update({
     "srctrans.runtime.digamma": elementwise("rt.trigamma({x})"),
     # --- adjoints of shape and linear-algebra functions ----------------------------------------
     # rearranging elements: linear in g, the adjoint is the forward function (x gives shapes)
-    "srctrans.runtime.cumsum_grad": vjp("g_, x, axis=None", g_="rt.unbroadcast(np.cumsum({g}, {axis}), {g_})"),
+    "srctrans.runtime.cumsum_grad": vjp("g_, x, axis=None", jvp=LINEAR, g_="rt.unbroadcast(np.cumsum({g}, {axis}), {g_})"),
     "srctrans.runtime.diagonal_grad": vjp(
-        "g_, x, offset=0, axis1=0, axis2=1", g_="rt.unbroadcast(np.diagonal({g}, {offset}, {axis1}, {axis2}), {g_})"
+        "g_, x, offset=0, axis1=0, axis2=1", jvp=LINEAR, g_="rt.unbroadcast(np.diagonal({g}, {offset}, {axis1}, {axis2}), {g_})"
     ),
     "srctrans.runtime.moveaxis_grad": vjp(
-        "g_, x, source, destination", g_="rt.moveaxis_grad({g}, {g_}, {destination}, {source})"
+        "g_, x, source, destination", jvp=LINEAR, g_="rt.moveaxis_grad({g}, {g_}, {destination}, {source})"
     ),
-    "srctrans.runtime.flip_grad": vjp("g_, x, axis=None", g_="rt.flip_grad({g}, {g_}, {axis})"),
-    "srctrans.runtime.roll_grad": vjp("g_, x, shift, axis=None", g_="rt.roll_grad({g}, {g_}, np.negative({shift}), {axis})"),
-    "srctrans.runtime.tile_grad": vjp("g_, x, reps", g_="rt.unbroadcast(np.tile({g}, {reps}), {g_})"),
+    "srctrans.runtime.flip_grad": vjp("g_, x, axis=None", jvp=LINEAR, g_="rt.flip_grad({g}, {g_}, {axis})"),
+    "srctrans.runtime.roll_grad": vjp("g_, x, shift, axis=None", jvp=LINEAR, g_="rt.roll_grad({g}, {g_}, np.negative({shift}), {axis})"),
+    "srctrans.runtime.tile_grad": vjp("g_, x, reps", jvp=LINEAR, g_="rt.unbroadcast(np.tile({g}, {reps}), {g_})"),
     "srctrans.runtime.repeat_grad": vjp(
-        "g_, x, repeats, axis=None", g_="rt.unbroadcast(np.repeat({g}, {repeats}, {axis}), {g_})"
+        "g_, x, repeats, axis=None", jvp=LINEAR, g_="rt.unbroadcast(np.repeat({g}, {repeats}, {axis}), {g_})"
     ),
-    "srctrans.runtime.pad_grad": vjp('g_, x, pad_width, mode="constant"', g_="rt.unbroadcast(np.pad({g}, {pad_width}), {g_})"),
+    "srctrans.runtime.pad_grad": vjp('g_, x, pad_width, mode="constant"', jvp=LINEAR, g_="rt.unbroadcast(np.pad({g}, {pad_width}), {g_})"),
     # x only orders the elements (piecewise constant): g's adjoint is u gathered in sorted order
     "srctrans.runtime.sort_grad": vjp(
-        "g_, x, axis=-1",
+        "g_, x, axis=-1", jvp=LINEAR,
         g_="rt.unbroadcast(rt.take_sorted({g}, {x}, {axis}), {g_})",
     ),
-    "srctrans.runtime.take_sorted": vjp("u, x, axis=-1", u="rt.sort_grad({g}, {x}, {axis})"),
+    "srctrans.runtime.take_sorted": vjp("u, x, axis=-1", jvp=LINEAR, u="rt.sort_grad({g}, {x}, {axis})"),
     "srctrans.runtime.take_grad": vjp(
-        "g_, x, indices, axis=None", g_="rt.unbroadcast(np.take({g}, {indices}, {axis}), {g_})"
+        "g_, x, indices, axis=None", jvp=LINEAR, g_="rt.unbroadcast(np.take({g}, {indices}, {axis}), {g_})"
     ),
     "srctrans.runtime.take_along_axis_grad": vjp(
-        "g_, x, indices, axis=-1", g_="rt.unbroadcast(np.take_along_axis({g}, {indices}, {axis}), {g_})"
+        "g_, x, indices, axis=-1", jvp=LINEAR, g_="rt.unbroadcast(np.take_along_axis({g}, {indices}, {axis}), {g_})"
     ),
     # bilinear, as dot_grad_x/y: <u, inner_grad_x(g, x, y)> = <g, inner(u, y)> ...
     "srctrans.runtime.inner_grad_x": vjp(
-        "g_, x, y", g_="rt.unbroadcast(np.inner({g}, {y}), {g_})", y="rt.inner_grad_y({g_}, {g}, {y})"
+        "g_, x, y", jvp=MULTILINEAR, g_="rt.unbroadcast(np.inner({g}, {y}), {g_})", y="rt.inner_grad_y({g_}, {g}, {y})"
     ),
     "srctrans.runtime.inner_grad_y": vjp(
-        "g_, x, y", g_="rt.unbroadcast(np.inner({x}, {g}), {g_})", x="rt.inner_grad_x({g_}, {x}, {g})"
+        "g_, x, y", jvp=MULTILINEAR, g_="rt.unbroadcast(np.inner({x}, {g}), {g_})", x="rt.inner_grad_x({g_}, {x}, {g})"
     ),
     "srctrans.runtime.tensordot_grad_x": vjp(
-        "g_, x, y, axes=2",
+        "g_, x, y, axes=2", jvp=MULTILINEAR,
         g_="rt.unbroadcast(np.tensordot({g}, {y}, {axes}), {g_})",
         y="rt.tensordot_grad_y({g_}, {g}, {y}, {axes})",
     ),
     "srctrans.runtime.tensordot_grad_y": vjp(
-        "g_, x, y, axes=2",
+        "g_, x, y, axes=2", jvp=MULTILINEAR,
         g_="rt.unbroadcast(np.tensordot({x}, {g}, {axes}), {g_})",
         x="rt.tensordot_grad_x({g_}, {x}, {g}, {axes})",
     ),
     # solve(a.T, g): its adjoint in g is solve(a, u); in a, -solve(a.T, g) solve(a, u).T, which
     # is solve_grad_a with solve(a, u) in the place of the answer
     "srctrans.runtime.solve_grad_b": vjp(
-        "g_, a, b",
+        "g_, a, b", jvp=dict(g_="rt.solve_grad_b({t}, {a}, {b})", a="-rt.solve_grad_b(np.transpose({t}) @ {ans}, {a}, {b})"),
         g_="rt.unbroadcast(np.linalg.solve({a}, {g}), {g_})",
         a="rt.solve_grad_a({g_}, {a}, {b}, np.linalg.solve({a}, {g}))",
     ),
     # g x / norm (0 where the norm is 0): linear in x for a fixed norm, proportional to 1 / norm
     "srctrans.runtime.norm_grad": vjp(
-        "g_, x, ans_, ord=None, axis=None, keepdims=False",
+        "g_, x, ans_, ord=None, axis=None, keepdims=False", jvp=dict(g_="rt.norm_grad({t}, {x}, {ans_}, {ord}, {axis}, {keepdims})", x="rt.norm_grad({g_}, {t}, {ans_}, {ord}, {axis}, {keepdims})", ans_="-rt.norm_grad({g_} * {t} / {ans_}, {x}, {ans_}, {ord}, {axis}, {keepdims})"),
         g_=_g_of_reduction("norm_grad", "{x}, {ans_}, {ord}, {axis}, {keepdims}"),
         x="rt.norm_grad({g_}, {g}, {ans_}, {ord}, {axis}, {keepdims})",
         ans_="-rt.sum_to(rt.norm_grad({g_}, {g} * {x}, {ans_} * {ans_}, {ord}, {axis}, {keepdims}), {ans_}, {axis}, {keepdims})",
     ),
     # g exp(x - ans): its partials in x and in ans are the result itself, with opposite signs
     "srctrans.runtime.logsumexp_grad": vjp(
-        "g_, x, ans_, axis=None, keepdims=False, b=None",
+        "g_, x, ans_, axis=None, keepdims=False, b=None", jvp=dict(g_="rt.logsumexp_grad({t}, {x}, {ans_}, {axis}, {keepdims}, {b})", x="{ans} * {t}", ans_="-rt.logsumexp_grad({g_} * {t}, {x}, {ans_}, {axis}, {keepdims}, {b})"),
         g_=_g_of_reduction("logsumexp_grad", "{x}, {ans_}, {axis}, {keepdims}, {b}"),
         x="{g} * {ans}",
         ans_="-rt.sum_to({g} * {ans}, {ans_}, {axis}, {keepdims})",
     ),
     # --- the pieces of a joined array, and the joined pieces: each the other's transpose ----
     # (``{g}`` is the tuple of the pieces' adjoints; the arrays give only shapes)
-    "srctrans.runtime.stack_grad": vjp("g_, arrays, axis=0", g_="np.stack({g}, {axis})"),
-    "srctrans.runtime.concatenate_grad": vjp("g_, arrays, axis=0", g_="np.concatenate({g}, {axis})"),
-    "srctrans.runtime.hstack_grad": vjp("g_, arrays", g_="np.hstack({g})"),
-    "srctrans.runtime.vstack_grad": vjp("g_, arrays", g_="np.vstack({g})"),
-    "srctrans.runtime.split_grad": vjp("g_, axis=0", g_="rt.concatenate_grad({g}, {g_}, {axis})"),
+    "srctrans.runtime.stack_grad": vjp("g_, arrays, axis=0", jvp=LINEAR, g_="np.stack({g}, {axis})"),
+    "srctrans.runtime.concatenate_grad": vjp("g_, arrays, axis=0", jvp=LINEAR, g_="np.concatenate({g}, {axis})"),
+    "srctrans.runtime.hstack_grad": vjp("g_, arrays", jvp=LINEAR, g_="np.hstack({g})"),
+    "srctrans.runtime.vstack_grad": vjp("g_, arrays", jvp=LINEAR, g_="np.vstack({g})"),
+    "srctrans.runtime.split_grad": vjp("g_, axis=0", jvp=LINEAR, g_="rt.concatenate_grad({g}, {g_}, {axis})"),
     # --- linear algebra --------------------------------------------------------------------
     # l inv(x).T (g_ = (sign's adjoint, l)): linear in l; d inv(x).T = -(inv(x) dx inv(x)).T
     "srctrans.runtime.slogdet_grad": vjp(
-        "g_, x",
+        "g_, x", jvp=dict(g_="rt.slogdet_grad({t}, {x})", x="-{ans} @ np.transpose({t}) @ np.transpose(np.linalg.inv({x}))"),
         g_="(0.0, np.sum({g} * np.transpose(np.linalg.inv({x}))))",
         x="-rt.slogdet_grad({g_}, {x}) @ np.transpose({g}) @ np.transpose(np.linalg.inv({x}))",
     ),
     # -solve(a.T, g_) ans_.T (an outer product for a vector b): linear in g_ and in ans_, and
     # d solve(a.T, g_) = -solve(a.T, da.T solve(a.T, g_))
     "srctrans.runtime.solve_grad_a": vjp(
-        "g_, a, b, ans_",
+        "g_, a, b, ans_", jvp=dict(
+            g_="rt.solve_grad_a({t}, {a}, {b}, {ans_})",
+            ans_="rt.solve_grad_a({g_}, {a}, {b}, {t})",
+            a="-rt.solve_grad_a(np.swapaxes({t}, -1, -2) @ np.linalg.solve(np.swapaxes({a}, -1, -2), {g_}), {a}, {b}, {ans_})",
+        ),
         g_="-np.linalg.solve({a}, {g} @ {ans_})",
         ans_="-np.swapaxes({g}, -1, -2) @ np.linalg.solve(np.swapaxes({a}, -1, -2), {g_})",
         a="rt.solve_grad_a({g_}, {a}, {b}, -np.linalg.solve({a}, {g} @ {ans_}))",

@@ -261,7 +261,7 @@ RUNTIME_SPECS = {
     "srctrans.runtime.split_grad": [(_split_grad_spec, (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 2)))],
     # --- linear algebra -------------------------------------------------------------------------
     "srctrans.runtime.slogdet_grad": [
-        (lambda s, l, x: rt.slogdet_grad((s, l), x), (scalar, scalar, lambda r: normal(r, 3, 3) + 3.0 * np.eye(3))),
+        (lambda s, logdet, x: rt.slogdet_grad((s, logdet), x), (scalar, scalar, lambda r: normal(r, 3, 3) + 3.0 * np.eye(3))),
     ],
     "srctrans.runtime.solve_grad_a": [
         (lambda g, a, b: rt.solve_grad_a(g, a, b, np.linalg.solve(a, b)), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3, 2))),

@@ -1,0 +1,231 @@
+"""The forward-mode API: jvp, linearize, jacfwd/jacrev shapes and pytrees, custom_jvp,
+compiled against uncompiled, and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srctrans
+
+from ..functions.corpus import CORPUS, euler_ode
+
+
+def f_vec(x, W):
+    return np.tanh(W @ x) * x[0]
+
+
+def test_jvp_matches_the_jacobian_product():
+    rng = np.random.default_rng(0)
+    x, W = rng.standard_normal(3), rng.standard_normal((4, 3))
+    u, U = rng.standard_normal(3), rng.standard_normal((4, 3))
+    out, t = srctrans.jvp(f_vec, (x, W), (u, U))
+    np.testing.assert_allclose(out, f_vec(x, W))
+    Jx, JW = srctrans.jacrev(f_vec, argnums=(0, 1))(x, W)
+    assert Jx.shape == (4, 3) and JW.shape == (4, 4, 3)
+    np.testing.assert_allclose(t, Jx @ u + np.tensordot(JW, U, axes=2), rtol=1e-12)
+
+
+def test_jvp_generated_file_names_tangents_and_keeps_comments():
+    gen = srctrans.api._tangents_for(f_vec, ("x", "W"), False).runner._any_spec().gen
+    text = gen.path.read_text()
+    assert "def f_vec_jvp(x, W, x_dot, W_dot):" in text
+    assert "# test_forward_api.py:" in text and "return np.tanh(W @ x) * x[0]" in text
+
+
+def test_linearize():
+    out, f_jvp = srctrans.linearize(euler_ode, 0.5, 1.0)
+    assert out == pytest.approx(euler_ode(0.5, 1.0))
+    assert f_jvp(1.0, 0.0) == pytest.approx(srctrans.grad(euler_ode)(0.5, 1.0), rel=1e-12)
+    assert f_jvp(0.0, 2.0) == pytest.approx(2.0 * srctrans.grad(euler_ode, argnums=1)(0.5, 1.0), rel=1e-12)
+
+
+def loss_tree(params, x):
+    h = np.tanh(params["W"] @ x + params["b"])
+    return {"sum": np.sum(h), "first": h[:2]}
+
+
+def test_pytrees_in_and_out():
+    rng = np.random.default_rng(1)
+    params = {"W": rng.standard_normal((3, 2)), "b": rng.standard_normal(3)}
+    x = rng.standard_normal(2)
+    dparams = {"W": rng.standard_normal((3, 2)), "b": rng.standard_normal(3)}
+    out, t = srctrans.jvp(loss_tree, (params, x), (dparams, np.zeros(2)))
+    assert set(t) == {"sum", "first"} and t["first"].shape == (2,)
+    fwd = srctrans.jacfwd(loss_tree)(params, x)
+    rev = srctrans.jacrev(loss_tree)(params, x)
+    assert fwd["first"]["W"].shape == (2, 3, 2) and fwd["sum"]["b"].shape == (3,)
+    for key in ("sum", "first"):
+        for leaf in ("W", "b"):
+            np.testing.assert_allclose(fwd[key][leaf], rev[key][leaf], rtol=1e-12, atol=1e-14)
+    expected = np.sum(fwd["first"]["W"] * dparams["W"], axis=(1, 2)) + fwd["first"]["b"] @ dparams["b"]
+    np.testing.assert_allclose(t["first"], expected, rtol=1e-12)
+
+
+def with_aux(x):
+    y = np.sin(x)
+    return y * 2.0, np.sum(y)
+
+
+def test_has_aux():
+    x = np.array([0.1, 0.2])
+    out, t, aux = srctrans.jvp(with_aux, (x,), (np.ones(2),), has_aux=True)
+    np.testing.assert_allclose(t, 2.0 * np.cos(x))
+    assert aux == pytest.approx(np.sum(np.sin(x)))
+    jac, aux2 = srctrans.jacfwd(with_aux, has_aux=True)(x)
+    np.testing.assert_allclose(jac, np.diag(2.0 * np.cos(x)))
+    jac_r, _ = srctrans.jacrev(with_aux, has_aux=True)(x)
+    np.testing.assert_allclose(jac_r, jac)
+
+
+@srctrans.custom_jvp
+def clipped_identity(x):
+    return x
+
+
+@clipped_identity.defjvp
+def clipped_identity_jvp(primals, tangents):
+    (x,) = primals
+    (t,) = tangents
+    return x, np.clip(t, -1.0, 1.0)
+
+
+def uses_custom(x):
+    return clipped_identity(x * 3.0) + x
+
+
+def test_custom_jvp_rule_is_used_and_grad_refuses_it():
+    x = np.array([0.1, -0.2])
+    _, t = srctrans.jvp(uses_custom, (x,), (np.array([1.0, 0.1]),))
+    np.testing.assert_allclose(t, [1.0 + 1.0, 0.3 + 0.1])  # the rule clips 3.0 to 1.0
+    assert uses_custom(x) == pytest.approx(4.0 * x)
+    with pytest.raises(srctrans.NoDerivativeError, match="clipped_identity"):
+        srctrans.grad(lambda x: np.sum(uses_custom(x)))(x)
+
+
+def test_integer_arguments_carry_no_tangent():
+    def f(x, n):
+        return x * n
+
+    out, t = srctrans.jvp(f, (np.array([1.0, 2.0]), 3), (np.array([1.0, 1.0]), 0))
+    np.testing.assert_allclose(t, [3.0, 3.0])
+    with pytest.raises(ValueError, match="n is int64, which has no derivative"):
+        srctrans.jvp(f, (np.array([1.0, 2.0]), 3), (np.array([1.0, 1.0]), 1))
+
+
+@pytest.mark.parametrize(
+    "tangents,error,match",
+    [
+        ((np.ones(3), np.ones((4, 3))), ValueError, r"tangent of x has shape \(3,\), its primal \(2,\)"),
+        ((np.ones(2, dtype=np.float32), np.ones((4, 3))), TypeError, r"tangent of x has dtype float32"),
+        (((np.ones(2),), np.ones((4, 3))), TypeError, r"tangent of argument 'x' has structure"),
+        ((np.ones(2),), TypeError, r"1 tangents"),
+        ([np.ones(2), np.ones((4, 3))], ValueError, r"tangent of W has shape"),
+    ],
+)
+def test_bad_tangents_name_the_argument(tangents, error, match):
+    x, W = np.ones(2), np.ones((4, 2))
+    with pytest.raises(error, match=match):
+        srctrans.jvp(f_vec, (x, W), tangents)
+
+
+def test_bad_tangents_in_a_pytree_name_the_leaf():
+    params = {"W": np.ones((3, 2)), "b": np.ones(3)}
+    with pytest.raises(ValueError, match=r"params\['b'\]"):
+        srctrans.jvp(loss_tree, (params, np.ones(2)), ({"W": np.ones((3, 2)), "b": np.ones(4)}, np.zeros(2)))
+    with pytest.raises(TypeError, match="primals must be a tuple"):
+        srctrans.jvp(f_vec, np.ones(2), (np.ones(2),))
+    with pytest.raises(TypeError, match="jacfwd requires floating-point inputs"):
+        srctrans.jacfwd(f_vec)(np.ones(2, dtype=int), np.ones((4, 2)))
+
+
+def test_no_dead_tangent_code():
+    def f(x, y):
+        a = np.sin(x)
+        b = np.cos(x) * 3.0  # never reaches the result
+        c = a * y
+        if np.sum(b) > 100.0:  # b decides, but carries no derivative to the result
+            c = c * 2.0
+        return c
+
+    runner = srctrans.api._tangents_for(f, ("x",), False).runner
+    text = runner._any_spec().gen.path.read_text()
+    assert "a_dot" in text and "c_dot" in text
+    assert "b_dot" not in text and "y_dot" not in text
+
+
+# compiled: a few representative functions (a loop, a network, in-place writes, break and continue);
+# tests/forward/test_second_order.py compiles the GMM objective's Hessian
+COMPILED = ["euler_ode", "mlp", "trajectory_buffer", "while_break_continue"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", COMPILED)
+def test_compiled_tangent_file_equals_uncompiled(name):
+    i = next(k for k, (fn, _) in enumerate(CORPUS) if fn.__name__ == name)
+    fn, makers = CORPUS[i]
+    rng = np.random.default_rng(1000 + i)
+    args = tuple(make(rng) for make in makers)
+    tangents = tuple(np.asarray(rng.standard_normal(np.shape(a))) if np.ndim(a) else float(rng.standard_normal()) for a in args)
+    tangents = tuple(t if np.asarray(a).dtype.kind == "f" else np.zeros_like(a) for a, t in zip(args, tangents))
+    expected = srctrans.jvp(fn, args, tangents)
+    got = srctrans.jvp(srctrans.jit(fn), args, tangents)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
+    np.testing.assert_allclose(got[1], expected[1], rtol=1e-10, atol=1e-12)
+
+
+def test_tangents_never_share_storage_the_values_do_not():
+    def f(x):
+        z = +x  # a new array, whose tangent would be x_dot itself
+        x[0] = 5.0  # the caller's x changes, as the function says; z does not
+        return z * x
+
+    x, t = np.array([1.0, 2.0]), np.array([1.0, 1.0])
+    _, tz = srctrans.jvp(f, (x.copy(),), (t.copy(),))
+    np.testing.assert_allclose(tz, [5.0 * 1.0 + 1.0 * 0.0, 2.0 + 2.0])
+    np.testing.assert_allclose(t, [1.0, 1.0])  # the caller's tangent is untouched
+
+
+def test_writing_into_a_view_is_refused():
+    def f(x):
+        v = x[1:]
+        v[0] = x[0] * 2.0
+        return x * 1.0
+
+    with pytest.raises(srctrans.UnsupportedSyntaxError, match="a view of x"):
+        srctrans.jvp(f, (np.array([1.0, 2.0, 3.0]),), (np.ones(3),))
+
+
+@srctrans.custom_vjp
+def vjp_only(x):
+    return x * 2.0
+
+
+vjp_only.defvjp(lambda x: (x * 2.0, None), lambda res, g: (2.0 * g,))
+
+
+def calls_vjp_only(x):
+    return vjp_only(x) + 1.0
+
+
+def test_forward_mode_of_a_custom_vjp_is_refused_at_the_line():
+    with pytest.raises(srctrans.UnsupportedSyntaxError, match="custom_vjp.*forward-mode") as info:
+        srctrans.jvp(calls_vjp_only, (np.ones(2),), (np.ones(2),))
+    assert "test_forward_api.py" in str(info.value)
+
+
+def stacks(x, flag):
+    stack = []
+    stack.append(x * 2.0)
+    stack.append(x * 3.0)
+    a = stack.pop()
+    b = stack.pop()  # not needed when flag > 0: its tangent is still popped, in step
+    if flag > 0.0:
+        return a + np.sum(a)
+    return np.sin(b)
+
+
+def test_lists_used_as_stacks():
+    x, t = np.array([1.0, 2.0]), np.array([1.0, -1.0])
+    assert srctrans.jvp(stacks, (x, 1.0), (t, 0.0))[1] == pytest.approx(3.0 * t + 3.0 * np.sum(t))
+    assert srctrans.jvp(stacks, (x, -1.0), (t, 0.0))[1] == pytest.approx(2.0 * np.cos(2.0 * x) * t)

@@ -612,6 +612,9 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
 
     def vjp_fn(cotangent):
         spec, call_args = runner._prepare(tuple(primals), {})
+        if spec.returns is not None:  # a dict or list result: the cotangent in the same structure
+            struct = spec.returns["tuple"][0] if has_aux else spec.returns
+            cotangent = _unbuild(struct, cotangent)
         raw = runner._run(spec, [*call_args, cotangent])
         return spec.group(raw[-1])  # one cotangent per primal, in its structure
 
@@ -691,6 +694,24 @@ def _rebuild(struct: Any, raw: Any) -> Any:
     if kind == "dict":
         return dict(zip((k for k, _ in kids), values))
     return values if kind == "list" else tuple(values)
+
+
+def _unbuild(struct: Any, value: Any, where: str = "cotangent") -> Any:
+    """The inverse of :func:`_rebuild`: a value shaped like the function's result (a cotangent)
+    as the tuples the generated function works with; a structure that differs is a ``TypeError``."""
+    if struct == "*" or struct is None:
+        return value
+    ((kind, kids),) = struct.items()
+    if kind == "dict":
+        if not isinstance(value, dict) or set(value) != {k for k, _ in kids}:
+            raise TypeError(f"vjp: the {where} must be a dict with keys {[k for k, _ in kids]}, like the result")
+        parts = [(value[k], s, f"{where}[{k!r}]") for k, s in kids]
+    else:
+        want = list if kind == "list" else tuple
+        if not isinstance(value, (list, tuple)) or len(value) != len(kids):
+            raise TypeError(f"vjp: the {where} must be a {want.__name__} of {len(kids)}, like the result")
+        parts = [(v, s, f"{where}[{i}]") for i, (v, s) in enumerate(zip(value, kids))]
+    return tuple(_unbuild(s, v, w) for v, s, w in parts if s is not None)
 
 
 def _normalize_argnames(value) -> tuple[str, ...]:

@@ -376,3 +376,22 @@ def reshaped(x, shape):
     assert reshaped(np.arange(6.0), (2, 3)) == pytest.approx(9.0)
     with pytest.raises(srctrans.UnsupportedSyntaxError, match="looping over params"):
         srctrans.grad(mod.looped)([X3, 2.0 * X3], X3)
+
+
+def test_vjp_takes_a_cotangent_shaped_like_a_dict_or_list_result(make_module):
+    mod = make_module(
+        "import numpy as np\n\n"
+        "def f(x, w):\n"
+        "    return {'a': np.sin(x) * w, 'b': [x * x, w * 2.0]}\n"
+    )
+    x, w = np.array([0.3, 0.7]), 1.5
+    out, vjp_fn = srctrans.vjp(mod.f, x, w)
+    assert set(out) == {"a", "b"} and isinstance(out["b"], list)
+    ct = {"a": np.array([1.0, 2.0]), "b": [np.array([0.5, -1.0]), 3.0]}
+    gx, gw = vjp_fn(ct)
+    np.testing.assert_allclose(gx, np.cos(x) * w * ct["a"] + 2 * x * ct["b"][0])
+    np.testing.assert_allclose(gw, np.sum(np.sin(x) * ct["a"]) + 2.0 * 3.0)
+    with pytest.raises(TypeError, match="cotangent must be a dict with keys"):
+        vjp_fn({"a": np.ones(2)})
+    with pytest.raises(TypeError, match=r"cotangent\['b'\] must be a list of 2"):
+        vjp_fn({"a": np.ones(2), "b": [np.ones(2)]})

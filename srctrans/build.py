@@ -172,7 +172,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     }
     spec = ModuleSpec(
         title=f"{source}:{title_fn} -- {transform.label}",
-        show_command=f"srctrans show {source}:{title_fn} --transform {transform.name}",
+        show_command=_show_command(source, title_fn, transform),
         transforms="; ".join(filter(None, [f"static arguments: {_static_text(static)}" if static else "", vmap_note])),
         imports=imports,
         literals=literals,
@@ -269,6 +269,15 @@ def _differentiate(
                        "srctrans.custom_vjp will let you give one; until then, compute this outside the differentiated function") from None
     except NotDifferentiable as err:
         raise _at_line(pf, UnsupportedSyntaxError, err.line, err.what, err.hint or None) from None
+
+
+def _show_command(source: str, title_fn: str, transform) -> str:
+    """The command line that prints this file again (vmap's depend on the call's shapes)."""
+    if transform.name == "vmap":
+        return "call the vmapped function, then srctrans.source(it)"
+    options = dict(transform.options)
+    wrt = f" --wrt {','.join(options['wrt'])}" if options.get("wrt") else ""
+    return f"srctrans show {source}:{title_fn} --transform {transform.name}{wrt}"
 
 
 def _structured(unit: _Unit, node: cst.FunctionDef) -> cst.FunctionDef:

@@ -26,6 +26,9 @@ TRANSFORMS = {
     "jit": "the file srctrans.jit compiles (desugared source)",
     "desugar": "the function after the desugar pass",
     "anf": "the function in A-normal form (one operation per line)",
+    "grad": "the adjoint file of srctrans.grad (forward sweep, then backward sweep)",
+    "vjp": "the adjoint file of srctrans.vjp (the cotangent is its last parameter)",
+    "jvp": "the tangent file of srctrans.jvp (the tangents x_dot are its last parameters)",
 }
 
 EPILOG = """\
@@ -77,7 +80,12 @@ def _load_target(spec: str):
 
 def _generate(args):
     obj = _load_target(args.target)
-    return generate(obj, Transform(args.transform))
+    options: tuple = ()
+    if args.wrt:
+        if args.transform not in ("grad", "vjp", "jvp"):
+            raise SystemExit(f"srctrans: --wrt goes with --transform grad, vjp or jvp, not {args.transform}")
+        options = (("wrt", tuple(n.strip() for n in args.wrt.split(",") if n.strip())),)
+    return generate(obj, Transform(args.transform, options))
 
 
 def cmd_show(args) -> int:
@@ -126,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=doc, description=doc)
         p.add_argument("target", metavar="FILE_OR_MODULE:FUNC", help="e.g. examples/quickstart.py:calc or pkg.mod:Class.method")
         p.add_argument("--transform", "-t", default="jit", choices=sorted(TRANSFORMS), help=help_transform)
+        p.add_argument("--wrt", metavar="NAMES", help="grad, vjp, jvp: the parameters to differentiate, comma-separated (default: the first)")
         if name == "emit":
             p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write the file into")
         p.set_defaults(func=func)

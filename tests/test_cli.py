@@ -63,6 +63,20 @@ def test_show_anf(project):
     assert "t1 = x * x" in out.stdout and "t2 = x * 2.0" in out.stdout
 
 
+def test_show_the_derivative_files_with_the_command_their_header_gives(project):
+    (project / "twoargs.py").write_text("import numpy as np\n\ndef loss(w, x):\n    return np.sum(np.sin(w * x))\n")
+    out = srctrans_cmd("show", "twoargs.py:loss", "--transform", "grad", "--wrt", "w,x", cwd=project)
+    assert out.returncode == 0, out.stderr
+    assert "def loss_grad(w, x):" in out.stdout and "return out, (w_bar, x_bar)" in out.stdout
+    again = out.stdout.splitlines()[2].removeprefix("# show again: ").split()
+    assert again == ["srctrans", "show", "twoargs.py:loss", "--transform", "grad", "--wrt", "w,x"]
+    assert srctrans_cmd(*again[1:], cwd=project).stdout == out.stdout
+    tangent = srctrans_cmd("show", "twoargs.py:loss", "--transform", "jvp", cwd=project)
+    assert "def loss_jvp(w, x, w_dot):" in tangent.stdout
+    wrong = srctrans_cmd("show", "twoargs.py:loss", "--wrt", "w", cwd=project)
+    assert wrong.returncode != 0 and "--wrt goes with --transform grad, vjp or jvp" in wrong.stderr
+
+
 def test_emit_writes_into_a_folder(project):
     out = srctrans_cmd("emit", "climodel.py:calc", "-o", "generated", cwd=project)
     assert out.returncode == 0, out.stderr

@@ -806,10 +806,13 @@ def source(fn) -> str:
 # --- forward mode and second order: jvp, linearize, jacfwd, jacrev, hessian -------------------
 #
 # ``jvp`` runs the generated tangent file (srctrans.ad.forward) of the function, or of a
-# grad's adjoint file (forward over reverse: Hessian-vector products). ``jacfwd`` and
-# ``jacrev`` push one basis vector at a time through that file (or the vjp's) from a Python
-# loop, and arrange the results as JAX does: ``out.shape + in.shape`` for each pair of
-# output and input leaves.
+# grad's adjoint file (forward over reverse: Hessian-vector products). ``jacfwd`` pushes
+# every basis vector of the inputs at once through ``vmap`` of that tangent file (primals
+# unbatched, tangents batched along a basis axis), ``jacrev`` every basis cotangent of the
+# outputs through ``vmap`` of the vjp file; where vmap cannot vectorize a file it writes its
+# per-example loop (compiled under ``jit``), and a Python loop over basis vectors is the
+# last resort when vmap refuses the file. The results are arranged as JAX does:
+# ``out.shape + in.shape`` for each pair of output and input leaves.
 
 from .tree import tree_map  # noqa: E402
 
@@ -862,6 +865,10 @@ class _Tangents:
             elif kind is not None:
                 flat.extend(tree_flatten(tangents[name])[0])
         raw = self.runner._run(spec, [*call_args, *flat])
+        return self.finish(spec, raw)
+
+    def finish(self, spec: _Specialization, raw: Any) -> tuple:
+        """The tangent file's raw result (tuples for returned lists and dicts) in the function's structure."""
         if self.has_aux:
             out, aux, out_dot = raw
             struct = spec.returns
@@ -1065,13 +1072,79 @@ def _arrange(out_leaves_by_input: list[list[np.ndarray]], out_tree: PyTreeDef, o
     return out_tree.unflatten(per_out)
 
 
-def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-    """The Jacobian of ``fn`` by forward mode, like ``jax.jacfwd``: one tangent file run per input element.
+def _jit_options(fn) -> dict | None:
+    """The options of a compiled ``fn`` (a ``srctrans.jit``), for the vmap file it leads to; None: uncompiled."""
+    if isinstance(fn, Jitted) and fn._compile:
+        return {k: v for k, v in fn._init_options.items() if not k.startswith("_")}
+    return None
 
-    For an output leaf of shape ``S`` and an input leaf of shape ``T`` the block has shape
-    ``S + T``; outputs and inputs may be pytrees (the result nests the inputs' structure in
-    the output's). ``argnums`` a tuple gives a tuple per output leaf. With ``has_aux`` the
-    result is ``(jacobian, aux)``.
+
+def _basis(leaves: list, dtype_of: Callable) -> tuple[int, list[int], list[np.ndarray]]:
+    """One basis vector per element of ``leaves``, all at once: leaf ``i`` gets ``(n,) + shape_i``.
+
+    Row ``r`` of the stacked leaves is the ``r``-th basis vector of the flattened, concatenated
+    leaves (ones on the diagonal of leaf ``i``'s block of rows, zeros elsewhere), as JAX's jacfwd
+    builds its ``vmap``-ed standard basis. Returns ``(n, offsets, stacked leaves)``.
+    """
+    sizes = [int(np.size(x)) for x in leaves]
+    n = sum(sizes)
+    offsets, stacked, at = [], [], 0
+    for leaf, size in zip(leaves, sizes):
+        block = np.zeros((n, size), dtype=dtype_of(leaf))
+        block[np.arange(at, at + size), np.arange(size)] = 1.0
+        offsets.append(at)
+        stacked.append(block.reshape((n,) + np.shape(leaf)))
+        at += size
+    return n, offsets, stacked
+
+
+def _batched_file(state: dict, spec: _Specialization, in_axes: tuple, jit_options: dict | None):
+    """``vmap`` of one generated file (tangent or vjp), made once per specialization."""
+    from .batching import VMapped
+
+    vmaps = state.setdefault("vmaps", {})
+    found = vmaps.get(id(spec))
+    if found is None or found[0] is not spec:
+        found = vmaps[id(spec)] = (spec, VMapped(spec.python, in_axes=in_axes, out_axes=0, jit_options=jit_options))
+    state["vmapped"] = found[1]
+    return found[1]
+
+
+def _first(tree: Any) -> Any:
+    """Example 0 of a batched value (a primal output or ``aux``, the same for every basis vector)."""
+    return tree_map(lambda v: np.asarray(v)[0], tree)
+
+
+def _jacobian_wrapper(jacobian: Callable, fn: Callable, state: dict, remake: Callable[[Callable], Callable]) -> Callable:
+    """``jacobian`` with srctrans's hooks: ``jit(jacobian)`` (compile ``fn`` and the vmap file), ``source``."""
+    functools.update_wrapper(jacobian, getattr(fn, "__wrapped__", fn), updated=())
+
+    def _srctrans_jit(options: dict) -> Callable:
+        return remake(jit(fn._fn if isinstance(fn, Jitted) and not isinstance(fn, Grad) else fn, **options))
+
+    def source_path() -> Path:
+        """The vmap file the last call ran (its header says vectorized or looped, and why)."""
+        if "vmapped" not in state:
+            raise ValueError("call the Jacobian once so srctrans knows the shapes of its arguments")
+        return state["vmapped"].source_path()
+
+    jacobian._srctrans_jit = _srctrans_jit
+    jacobian._srctrans_state = state  # "vmapped": the VMapped that ran; "python_loop": the last resort taken
+    jacobian.source_path = source_path
+    jacobian.source = lambda: source_path().read_text()
+    return jacobian
+
+
+def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian of ``fn`` by forward mode, like ``jax.jacfwd``: every input basis vector at once.
+
+    Runs ``vmap`` of ``fn``'s generated tangent file over the standard basis of the inputs
+    (primals unbatched, tangents batched): one vectorized call where every statement has a
+    batching rule, else the file's per-example loop (compiled under ``jit``, as is the vmap
+    file of ``jacfwd(jit(f))`` and ``jit(jacfwd(f))``). For an output leaf of shape ``S``
+    and an input leaf of shape ``T`` the block has shape ``S + T``; outputs and inputs may be
+    pytrees (the result nests the inputs' structure in the output's). ``argnums`` a tuple
+    gives a tuple per output leaf. With ``has_aux`` the result is ``(jacobian, aux)``.
     """
     state: dict[str, Any] = {}
 
@@ -1086,106 +1159,207 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
         if "runner" not in state:
             state["runner"] = _Tangents(fn, wrt, has_aux)
         run = state["runner"]
-        zeros = {visible[k]: tree_map(_zero_tangent, args[k]) for k in nums}
         in_trees, in_leaves = [], []
         for k in nums:
             leaves, treedef = tree_flatten(args[k])
             in_trees.append(treedef)
             in_leaves.append(leaves)
-        blocks: list[list[np.ndarray]] = []
-        out = aux = out_tree = out_leaves = None
-        for g, k in enumerate(nums):
-            for j, leaf in enumerate(in_leaves[g]):
-                shape = np.shape(leaf)
-                columns = []
-                for idx in np.ndindex(*shape) if shape else [()]:
-                    basis = np.zeros(shape, dtype=_leaf_dtype(leaf))
-                    basis[idx] = 1.0
-                    leaves = [_zero_tangent(x) for x in in_leaves[g]]
-                    if not isinstance(leaf, np.ndarray):  # a scalar leaf keeps its type
-                        basis = basis[()] if isinstance(leaf, np.generic) else float(basis)
-                    leaves[j] = basis
-                    tangents = dict(zeros)
-                    tangents[visible[k]] = in_trees[g].unflatten(leaves)
-                    result = run(args, tangents)
-                    out, t_out = result[0], result[1]
-                    if has_aux:
-                        aux = result[2]
-                    columns.append([np.asarray(x) for x in tree_flatten(t_out)[0]])
-                out_leaves, out_tree = tree_flatten(out)
-                per_out = []
-                for o, ol in enumerate(out_leaves):
-                    stacked = np.stack([c[o] for c in columns], axis=-1) if columns else np.zeros(np.shape(ol) + (0,))
-                    per_out.append(stacked.reshape(np.shape(ol) + shape))
-                blocks.append(per_out)
+        flat_in = [x for leaves in in_leaves for x in leaves]
+        result = None
+        if not state.get("python_loop") and sum(int(np.size(x)) for x in flat_in) > 0:
+            try:
+                result = _jacfwd_batched(run, fn, args, flat_in, state)
+            except Exception as err:
+                # Last resort: vmap refused the tangent file (it writes its own per-example loop
+                # for what it cannot vectorize, so this is rare); push one basis vector at a time
+                # from Python below, and from now on for this Jacobian. A genuine error in the
+                # function is raised again by that loop.
+                result = None
+                state["python_loop"] = f"{type(err).__name__}: {err}"
+        if result is None:
+            result = _jacfwd_loop(run, args, nums, visible, in_trees, in_leaves)
+        blocks, out, aux = result
+        out_leaves, out_tree = tree_flatten(out)
         jac = _arrange(blocks, out_tree, out_leaves, in_trees, in_leaves, single, True)
         return (jac, aux) if has_aux else jac
 
-    functools.update_wrapper(jacobian, getattr(fn, "__wrapped__", fn), updated=())
-    return jacobian
+    return _jacobian_wrapper(jacobian, fn, state, lambda f: jacfwd(f, argnums=argnums, has_aux=has_aux))
+
+
+def _jacfwd_batched(run: _Tangents, fn: Callable, args: tuple, flat_in: list, state: dict):
+    """``(blocks, out, aux)`` from one call of the vmap file of the tangent file."""
+    spec, call_args = run.runner._prepare(tuple(args), {})
+    n, offsets, tangents = _basis(flat_in, _leaf_dtype)  # in the file's order: wrt, each flattened
+    if len(call_args) + len(tangents) != len(inspect.signature(spec.python).parameters):
+        raise TypeError("the tangent file takes other arguments than expected")  # the loop copes
+    batched = _batched_file(state, spec, (None,) * len(call_args) + (0,) * len(tangents), _jit_options(fn))
+    raw = batched(*call_args, *tangents)
+    if run.has_aux:
+        out, aux, out_dot = raw
+        out, out_dot, aux = run.finish(spec, (_first(out), _first(aux), out_dot))
+    else:
+        out, out_dot = run.finish(spec, (_first(raw[0]), raw[1]))
+        aux = None
+    out_leaves = tree_flatten(out)[0]
+    dots = [np.asarray(d) for d in tree_flatten(out_dot)[0]]
+    blocks = []
+    for leaf, at in zip(flat_in, offsets):
+        shape, size = np.shape(leaf), int(np.size(leaf))
+        per_out = []
+        for ol, d in zip(out_leaves, dots):
+            d = np.broadcast_to(d, (n,) + np.shape(ol))  # an output that does not vary: zeros, unbatched
+            per_out.append(np.moveaxis(d[at : at + size], 0, -1).reshape(np.shape(ol) + shape))
+        blocks.append(per_out)
+    return blocks, out, aux
+
+
+def _jacfwd_loop(run: _Tangents, args: tuple, nums: tuple, visible: list, in_trees: list, in_leaves: list):
+    """``(blocks, out, aux)``, one tangent file call per basis vector from Python (the last resort)."""
+    zeros = {visible[k]: tree_map(_zero_tangent, args[k]) for k in nums}
+    blocks: list[list[np.ndarray]] = []
+    out = aux = None
+    if any(np.size(x) == 0 for leaves in in_leaves for x in leaves):  # an empty leaf: its block needs the value
+        result = run(args, zeros)
+        out, aux = result[0], (result[2] if run.has_aux else None)
+    for g, k in enumerate(nums):
+        for j, leaf in enumerate(in_leaves[g]):
+            shape = np.shape(leaf)
+            columns = []
+            for idx in np.ndindex(*shape) if shape else [()]:
+                basis = np.zeros(shape, dtype=_leaf_dtype(leaf))
+                basis[idx] = 1.0
+                leaves = [_zero_tangent(x) for x in in_leaves[g]]
+                if not isinstance(leaf, np.ndarray):  # a scalar leaf keeps its type
+                    basis = basis[()] if isinstance(leaf, np.generic) else float(basis)
+                leaves[j] = basis
+                tangents = dict(zeros)
+                tangents[visible[k]] = in_trees[g].unflatten(leaves)
+                result = run(args, tangents)
+                out, t_out = result[0], result[1]
+                if run.has_aux:
+                    aux = result[2]
+                columns.append([np.asarray(x) for x in tree_flatten(t_out)[0]])
+            out_leaves = tree_flatten(out)[0]
+            per_out = []
+            for o, ol in enumerate(out_leaves):
+                stacked = np.stack([c[o] for c in columns], axis=-1) if columns else np.zeros(np.shape(ol) + (0,))
+                per_out.append(stacked.reshape(np.shape(ol) + shape))
+            blocks.append(per_out)
+    return blocks, out, aux
 
 
 def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-    """The Jacobian of ``fn`` by reverse mode, like ``jax.jacrev``: one vjp per output element.
+    """The Jacobian of ``fn`` by reverse mode, like ``jax.jacrev``: every output basis cotangent at once.
 
-    Same shapes and structure as :func:`jacfwd` (``out.shape + in.shape``).
+    Runs ``vmap`` of ``fn``'s generated vjp file over the standard basis of the outputs
+    (primals unbatched, cotangents batched), vectorized or looped as :func:`jacfwd`. Same
+    shapes and structure as :func:`jacfwd` (``out.shape + in.shape``).
     """
+    state: dict[str, Any] = {}
 
     def jacobian(*args):
-        target = fn._fn if isinstance(fn, Jitted) else fn
+        target, compiled = _forward_target(fn)
         visible = _visible_params(target)
         single, nums = _argnums_of(argnums, visible, "jacrev")
         if len(args) != len(visible):
             raise TypeError(f"jacrev: the function takes {len(visible)} arguments, got {len(args)}")
         _require_float_args("jacrev", visible, args, nums)
-        result = vjp(fn, *args, has_aux=has_aux)
-        out, vjp_fn = result[0], result[1]
+        out = fn(*args)
+        aux = None
+        if has_aux:
+            out, aux = out
         out_leaves, out_tree = tree_flatten(out)
         in_trees, in_leaves = [], []
         for k in nums:
             leaves, treedef = tree_flatten(args[k])
             in_trees.append(treedef)
             in_leaves.append(leaves)
-        n_in = sum(len(x) for x in in_leaves)
-        blocks: list[list[np.ndarray]] = [[None] * len(out_leaves) for _ in range(n_in)]
-        zeros = [_zero_tangent(x) for x in out_leaves]
-        for o, ol in enumerate(out_leaves):
-            shape = np.shape(ol)
-            rows: list[list[np.ndarray]] = []
-            for idx in np.ndindex(*shape) if shape else [()]:
-                basis = np.zeros(shape, dtype=_leaf_dtype(ol) if _differentiable(ol) else np.float64)
-                basis[idx] = 1.0
-                cts = list(zeros)
-                cts[o] = basis if isinstance(ol, np.ndarray) else float(basis)
-                got = vjp_fn(_as_returned(out, out_tree.unflatten(cts)))
-                flat = []
-                for k in nums:
-                    flat.extend(np.asarray(x) for x in tree_flatten(got[k])[0])
-                rows.append(flat)
-            for m, leaf in zip(range(n_in), [x for leaves in in_leaves for x in leaves]):
-                stacked = np.stack([r[m] for r in rows]) if rows else np.zeros((0,) + np.shape(leaf))
-                blocks[m][o] = stacked.reshape(shape + np.shape(leaf))
+        blocks = None
+        if not state.get("python_loop") and sum(int(np.size(x)) for x in out_leaves) > 0:
+            try:
+                if "runner" not in state:
+                    wrt = tuple(visible[k] for k in nums)
+                    # the variant of the vjp file that returns the cotangents alone (the value is known)
+                    options: tuple = (("wrt", wrt),) + ((("has_aux", True),) if has_aux else ()) + (("grads_only", True),)
+                    runner = Jitted(target, _transform=Transform("vjp", options), _compile=compiled)
+                    runner._wrt = wrt
+                    state["runner"] = runner
+                blocks = _jacrev_batched(state, fn, args, out, out_leaves, out_tree, in_leaves)
+            except Exception as err:
+                # Last resort, as in jacfwd: vmap refused the vjp file; one vjp per basis
+                # cotangent from Python, from now on for this Jacobian.
+                blocks = None
+                state["python_loop"] = f"{type(err).__name__}: {err}"
+        if blocks is None:
+            blocks = _jacrev_loop(fn, args, nums, has_aux, out, out_leaves, out_tree, in_leaves)
         jac = _arrange(blocks, out_tree, out_leaves, in_trees, in_leaves, single, False)
-        return (jac, result[2]) if has_aux else jac
+        return (jac, aux) if has_aux else jac
 
-    functools.update_wrapper(jacobian, getattr(fn, "__wrapped__", fn), updated=())
-    return jacobian
+    return _jacobian_wrapper(jacobian, fn, state, lambda f: jacrev(f, argnums=argnums, has_aux=has_aux))
 
 
-def _as_returned(out: Any, value: Any) -> Any:
-    """``value`` (of ``out``'s structure) as a generated function returns it: lists and dicts as tuples."""
-    if isinstance(out, dict):
-        return tuple(_as_returned(out[k], value[k]) for k in sorted(out))  # keys sorted, as in pytrees
-    if isinstance(out, (list, tuple)) and not hasattr(out, "_fields"):
-        return tuple(_as_returned(o, v) for o, v in zip(out, value))
-    return value
+def _cotangent_dtype(leaf: Any) -> np.dtype:
+    return _leaf_dtype(leaf) if _differentiable(leaf) else np.dtype(np.float64)
+
+
+def _jacrev_batched(state: dict, fn: Callable, args: tuple, out: Any, out_leaves: list, out_tree: PyTreeDef, in_leaves: list):
+    """The blocks from one call of the vmap file of the vjp file."""
+    runner = state["runner"]
+    spec, call_args = runner._prepare(tuple(args), {})
+    n, offsets, cts = _basis(out_leaves, _cotangent_dtype)
+    cotangent = out_tree.unflatten(cts)  # shaped like the result, as vjp_fn takes it; as the file takes it:
+    if spec.returns is not None:  # a dict or list result, as tuples
+        cotangent = _unbuild(spec.returns["tuple"][0] if dict(runner._transform.options).get("has_aux") else spec.returns, cotangent)
+    if len(call_args) + 1 != len(inspect.signature(spec.python).parameters):
+        raise TypeError("the vjp file takes other arguments than expected")  # the loop copes
+    batched = _batched_file(state, spec, (None,) * len(call_args) + (0,), _jit_options(fn))
+    raw = batched(*call_args, cotangent)
+    grads = spec.group(raw)  # one per differentiated argument, in its structure, batch axis first
+    flat = [np.broadcast_to(np.asarray(x), (n,) + np.shape(leaf))
+            for g, leaves in zip(grads, in_leaves) for x, leaf in zip(tree_flatten(g)[0], leaves)]
+    n_in = sum(len(x) for x in in_leaves)
+    if len(flat) != n_in:
+        raise TypeError("the vjp file returned other cotangents than expected")
+    blocks: list[list[np.ndarray]] = [[None] * len(out_leaves) for _ in range(n_in)]
+    all_in = [x for leaves in in_leaves for x in leaves]
+    for o, (ol, at) in enumerate(zip(out_leaves, offsets)):
+        shape, size = np.shape(ol), int(np.size(ol))
+        for m, leaf in enumerate(all_in):
+            blocks[m][o] = np.array(flat[m][at : at + size]).reshape(shape + np.shape(leaf))
+    return blocks
+
+
+def _jacrev_loop(fn, args, nums, has_aux, out, out_leaves, out_tree, in_leaves):
+    """The blocks from one vjp per basis cotangent, from Python (the last resort)."""
+    vjp_fn = vjp(fn, *args, has_aux=has_aux)[1]
+    n_in = sum(len(x) for x in in_leaves)
+    blocks: list[list[np.ndarray]] = [[None] * len(out_leaves) for _ in range(n_in)]
+    zeros = [_zero_tangent(x) for x in out_leaves]
+    for o, ol in enumerate(out_leaves):
+        shape = np.shape(ol)
+        rows: list[list[np.ndarray]] = []
+        for idx in np.ndindex(*shape) if shape else [()]:
+            basis = np.zeros(shape, dtype=_cotangent_dtype(ol))
+            basis[idx] = 1.0
+            cts = list(zeros)
+            cts[o] = basis if isinstance(ol, np.ndarray) else float(basis)
+            got = vjp_fn(out_tree.unflatten(cts))
+            flat = []
+            for k in nums:
+                flat.extend(np.asarray(x) for x in tree_flatten(got[k])[0])
+            rows.append(flat)
+        for m, leaf in zip(range(n_in), [x for leaves in in_leaves for x in leaves]):
+            stacked = np.stack([r[m] for r in rows]) if rows else np.zeros((0,) + np.shape(leaf))
+            blocks[m][o] = stacked.reshape(shape + np.shape(leaf))
+    return blocks
 
 
 def hessian(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """The Hessian of a scalar-valued ``fn``: forward mode over its adjoint file, like ``jax.hessian``.
 
-    ``jacfwd`` of ``grad(fn)``: shape ``in.shape + in.shape`` for one argument, ``H[i][j]``
-    for a tuple ``argnums``. Compiled when ``fn`` is a ``srctrans.jit``. Arguments are
+    ``jacfwd`` of ``grad(fn)`` (every basis vector at once through ``vmap`` of the tangent
+    file of the adjoint file): shape ``in.shape + in.shape`` for one argument, ``H[i][j]``
+    for a tuple ``argnums``. Compiled when ``fn`` is a ``srctrans.jit`` (or ``jit(hessian(f))``). Arguments are
     arrays and floats (pytree arguments are refused with a ``TypeError`` for now).
     """
     if isinstance(fn, Grad):

@@ -218,7 +218,7 @@ class _Ops:
             site = mk(label, None, args, kwargs)
             from ..analysis.resolve import is_user_function
 
-            pure = is_user_function(obj) or _plain_numpy(obj)
+            pure = is_user_function(obj) or _plain_numpy(obj) or _pure_helper(obj)
             if not site.any_batched() and pure:
                 return _unbatched_call, site, label
             return None, site, label
@@ -261,6 +261,17 @@ def _plain_numpy(obj: Any) -> bool:
     """A NumPy function outside ``numpy.random``: unbatched calls of it are computed once for all examples."""
     module = getattr(obj, "__module__", None) or ""
     return (module == "numpy" or module.startswith("numpy.")) and "random" not in module and callable(obj)
+
+
+def _pure_helper(obj: Any) -> bool:
+    """A :mod:`srctrans.runtime` helper with a derivative rule (``rt.sum_grad`` in an adjoint file): a
+    function of its arguments alone, so an unbatched call of it is computed once for all examples.
+    (Helpers without a rule, such as ``setitem_grad``, which writes into its argument, are not.)"""
+    if getattr(obj, "__module__", None) != "srctrans.runtime" or not callable(obj):
+        return False
+    from ..rules.derivatives import DERIVATIVES
+
+    return f"srctrans.runtime.{getattr(obj, '__name__', '')}" in DERIVATIVES
 
 
 _unbatched_call = BatchRule("unbatched", lambda site: Info(False, None), lambda site: site.write())

@@ -1,7 +1,9 @@
 """The function corpus in forward mode: the forward Jacobian equals the reverse one, function by function.
 
-``jacfwd`` pushes one basis tangent at a time through the generated tangent file;
-``jacrev`` pulls one basis cotangent at a time through the adjoint file. They share no
+``jacfwd`` pushes every basis tangent at once through ``vmap`` of the generated tangent
+file; ``jacrev`` pulls every basis cotangent at once through ``vmap`` of the vjp file
+(``tests/forward/test_jacobian_batched.py`` checks both against the loop over basis
+vectors they replaced). They share no
 code beyond the rule table's elementwise partials, so agreement on every corpus function
 (branches, loops, early returns, in-place writes, callees, tuples) tests forward mode
 against reverse mode, which ``tests/functions`` checks against central differences.

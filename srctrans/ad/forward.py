@@ -38,6 +38,7 @@ from .reverse import (
     _lower_updates,
     _mutation_facts,
     _rule_keys_by_id,
+    _times,
     code,
 )
 
@@ -472,7 +473,7 @@ class Forward:
         for param, expr in varying.items():
             partial = _format(op.rule.templates[param], fill, self.np_name)
             t = self.tangent_of(expr)
-            terms.append(_times(t, partial))
+            terms.append(_times(t, partial, partial_first=True))
             others = {code(e) for p, e in op.args.items() if p != param and isinstance(e, cst.Name)}
             if "{ans}" in op.rule.templates[param] or others & names_in(cst.parse_expression(partial)):
                 covers = True
@@ -604,18 +605,6 @@ def _paren_term(text: str) -> str:
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract)) and not node.lpar:
         return f"({text})"
     return text
-
-
-def _times(t: str, partial: str) -> str:
-    from .reverse import _paren
-
-    if partial == "1.0":
-        return t
-    if partial == "-1.0":
-        return f"-{t}"
-    if partial.startswith("1.0 / "):
-        return f"{t} / {_paren(partial[6:])}"
-    return f"{_paren(partial)} * {t}"
 
 
 def _substitute(value: cst.BaseExpression, op: _Op, subs: dict[str, str]) -> cst.BaseExpression:

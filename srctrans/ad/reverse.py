@@ -1318,14 +1318,16 @@ def _paren(text: str) -> str:
     return f"({text})"
 
 
-def _times(g: str, partial: str) -> str:
+def _times(g: str, partial: str, partial_first: bool = False) -> str:
+    """``g`` times a partial derivative, simplified where the partial is 1, -1 or ``1.0 / ...``
+    (``partial * g`` with ``partial_first``, as tangent files write it)."""
     if partial == "1.0":
         return g
     if partial == "-1.0":
         return f"-{g}"
     if partial.startswith("1.0 / "):
         return f"{g} / {_paren(partial[6:])}"
-    return f"{g} * {_paren(partial)}"
+    return f"{_paren(partial)} * {g}" if partial_first else f"{g} * {_paren(partial)}"
 
 
 def _index_expr(elements) -> cst.BaseExpression:

@@ -29,8 +29,8 @@ What compiles (anything else raises ``TypingError`` naming the argument):
   function raises ``OverflowError`` for a Python int outside [0, 2**32)),
   ``bits``, ``uniform``, ``normal``, ``exponential``, ``gumbel`` (``mode`` a
   constant 'low'/'high').
-- ``randint``: scalar ``minval``/``maxval`` (array bounds only uncompiled).
-  ``uniform``: scalar ``minval``/``maxval``.
+- ``randint``, ``uniform``: ``minval``/``maxval`` scalars or arrays that broadcast
+  to ``shape``.
 - ``bernoulli``: ``p`` a float32/float64 scalar or array (its dtype is the
   dtype of the draw, as uncompiled), ``mode`` a constant.
 - ``truncated_normal``: ``lower``/``upper`` scalars or arrays.
@@ -56,7 +56,7 @@ The fused multiply-adds that ``srctrans.random`` emulates in software
 (``_fma_f32``, ``_fma_f64``) compile to the ``llvm.fma`` intrinsics: one
 instruction on CPUs with FMA, rounding the same way as the emulation.
 
-Not done yet: array ``minval``/``maxval`` for ``uniform``/``randint``; float16;
+Not done yet: float16;
 ``categorical`` along an axis other than the last; ``permutation`` along another
 axis or ``independent=True`` for arrays of more than 1 dimension; ``choice`` of an
 N-D ``a`` or along another axis; ``multivariate_normal`` with ``method`` 'svd' or
@@ -233,6 +233,34 @@ def _check_scalar(x, fname, argname):
                           f"here (array bounds compile only in uncompiled code), got {x}")
 
 
+def _check_real(x, fname, argname):
+    """A real scalar or an array of them (bounds that broadcast to the draw's shape)."""
+    kind = x.dtype if isinstance(x, types.Array) else x
+    if isinstance(kind, (int, float, types.Omitted)):
+        return
+    if not isinstance(kind, (types.Integer, types.Float)):
+        raise TypingError(f"{_where(fname)}: argument {argname!r} must be a real scalar "
+                          f"or array, got {x}")
+
+
+@register_jitable
+def _as_int32(v):
+    """``v`` converted to int32 as NumPy's ``astype`` does (wrapping), as int64."""
+    return ((v + 2147483648) & 0xFFFFFFFF) - 2147483648
+
+
+@register_jitable
+def _flat_bound(values, shp, n):
+    """``values`` broadcast to the draw's shape ``shp``, flat (the uncompiled check and message)."""
+    if values.ndim > len(shp):
+        raise ValueError("parameter shapes must broadcast to the shape argument")
+    for k in range(values.ndim):
+        d = values.shape[values.ndim - 1 - k]
+        if d != 1 and d != shp[len(shp) - 1 - k]:
+            raise ValueError("parameter shapes must broadcast to the shape argument")
+    return np.broadcast_to(values, shp).copy().reshape(n)
+
+
 # --- overloads of the public functions --------------------------------------
 
 @overload(_r.split)
@@ -306,10 +334,25 @@ def _ol_uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     _check_key(key, "uniform")
     to_shape = _shape_converter(shape, "uniform")
     dt = _resolve_dtype(dtype, "uniform", np.float64, (np.float32, np.float64))
-    _check_scalar(minval, "uniform", "minval")
-    _check_scalar(maxval, "uniform", "maxval")
     nptype = dt.type
     at = _r._uniform_f32_at if dt == np.float32 else _r._uniform_f64_at
+    if isinstance(minval, types.Array) or isinstance(maxval, types.Array):
+        _check_real(minval, "uniform", "minval")
+        _check_real(maxval, "uniform", "maxval")
+
+        def impl_bounds(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
+            k0, k1 = _key_words(key)
+            shp = to_shape(shape)
+            n = _check_shape_values(shp)
+            lo = _flat_bound(np.asarray(minval).astype(nptype), shp, n)
+            hi = _flat_bound(np.asarray(maxval).astype(nptype), shp, n)
+            out = np.empty(n, nptype)
+            for i in range(n):
+                out[i] = at(k0, k1, i, lo[i], hi[i] - lo[i])
+            return out.reshape(shp)
+        return impl_bounds
+    _check_scalar(minval, "uniform", "minval")
+    _check_scalar(maxval, "uniform", "maxval")
 
     def impl(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
         k0, k1 = _key_words(key)
@@ -402,11 +445,29 @@ def _ol_randint(key, shape, minval, maxval, dtype=None):
     to_shape = _shape_converter(shape, "randint")
     dt = _resolve_dtype(dtype, "randint", np.int64,
                         (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32))
+    bounds = isinstance(minval, types.Array) or isinstance(maxval, types.Array)
     for name, v in (("minval", minval), ("maxval", maxval)):
-        if not isinstance(v, (types.Integer, types.Float)):
-            raise TypingError(f"{_where('randint')}: argument {name!r} must be a scalar "
-                              f"integer here, got {v}")
+        kind = v.dtype if isinstance(v, types.Array) else v
+        if not isinstance(kind, (types.Integer, types.Float)):
+            raise TypingError(f"{_where('randint')}: argument {name!r} must be an integer "
+                              f"or an integer array, got {v}")
     nptype = dt.type
+
+    if dt == np.int64 and bounds:
+        def impl_bounds64(key, shape, minval, maxval, dtype=None):
+            k0, k1 = _key_words(key)
+            shp = to_shape(shape)
+            n = _check_shape_values(shp)
+            mns = _flat_bound(np.asarray(minval).astype(np.int64), shp, n)
+            mxs = _flat_bound(np.asarray(maxval).astype(np.int64), shp, n)
+            ka0, ka1 = _r._words_at(k0, k1, 0)
+            kb0, kb1 = _r._words_at(k0, k1, 1)
+            out = np.empty(n, np.int64)
+            for i in range(n):
+                lo, span, mult = _r._randint64_params(mns[i], mxs[i])
+                out[i] = _r._randint64_at(ka0, ka1, kb0, kb1, i, lo, span, mult)
+            return out.reshape(shp)
+        return impl_bounds64
 
     if dt == np.int64:
         def impl(key, shape, minval, maxval, dtype=None):
@@ -433,6 +494,30 @@ def _ol_randint(key, shape, minval, maxval, dtype=None):
     narrow = info.bits < 32
     signed = info.kind == "i" or narrow
 
+    if bounds:
+        def impl_bounds32(key, shape, minval, maxval, dtype=None):
+            k0, k1 = _key_words(key)
+            shp = to_shape(shape)
+            n = _check_shape_values(shp)
+            mns = _flat_bound(np.asarray(minval).astype(np.int64), shp, n)
+            mxs = _flat_bound(np.asarray(maxval).astype(np.int64), shp, n)
+            ka0, ka1 = _r._words_at(k0, k1, 0)
+            kb0, kb1 = _r._words_at(k0, k1, 1)
+            out = np.empty(n, nptype)
+            for i in range(n):
+                mn = mns[i]
+                mx = mxs[i]
+                if narrow:
+                    mn = min(max(_as_int32(mn), cmin), cmax_lo)
+                    mx = min(max(_as_int32(mx), cmin), cmax_hi)
+                lo, span, mult = _r._randint32_params(mn, mx, smin, smax)
+                v = _r._randint32_at(ka0, ka1, kb0, kb1, i, lo, span, mult)
+                if signed and v >= 2147483648:
+                    v -= 4294967296
+                out[i] = nptype(v)
+            return out.reshape(shp)
+        return impl_bounds32
+
     def impl(key, shape, minval, maxval, dtype=None):
         k0, k1 = _key_words(key)
         shp = to_shape(shape)
@@ -440,8 +525,8 @@ def _ol_randint(key, shape, minval, maxval, dtype=None):
         mn = np.int64(minval)
         mx = np.int64(maxval)
         if narrow:
-            mn = min(max(mn, cmin), cmax_lo)
-            mx = min(max(mx, cmin), cmax_hi)
+            mn = min(max(_as_int32(mn), cmin), cmax_lo)
+            mx = min(max(_as_int32(mx), cmin), cmax_hi)
         ka0, ka1 = _r._words_at(k0, k1, 0)
         kb0, kb1 = _r._words_at(k0, k1, 1)
         lo, span, mult = _r._randint32_params(mn, mx, smin, smax)

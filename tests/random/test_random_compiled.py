@@ -185,6 +185,39 @@ def test_compiled_cholesky_kernel_matches_vectorized():
     assert np.isnan(R._cholesky_vec(bad)[1, 1])
 
 
+def draw_bounded(key, lo, hi, ilo, ihi):
+    """uniform and randint with array bounds that broadcast to the shape (and mixed with scalars)."""
+    k1, k2 = R.split(key)
+    return (
+        R.uniform(key, (4, 3), np.float64, lo, hi),
+        R.uniform(k1, (4, 3), np.float32, lo, 7.0),
+        R.uniform(k2, (4, 3), np.float64, -1.0, hi),
+        R.randint(key, (4, 3), ilo, ihi),
+        R.randint(k1, (4, 3), -5, ihi, np.int32),
+        R.randint(k2, (4, 3), ilo, 300, np.int8),
+        R.randint(k2, (4, 3), ilo, ihi, np.uint16),
+        R.randint(key, (5,), 5, 2**40, np.uint16),
+        R.randint(k1, (5,), -(2**33) - 7, 2**33 + 3, np.int8),
+    )
+
+
+def test_compiled_array_bounds_match_uncompiled():
+    key = R.key(7)
+    lo = np.array([0.0, 1.0, -5.0])
+    hi = np.array([[1.0], [2.0], [3.0], [100.0]])
+    ilo = np.array([0, -200, 10])                      # clipped for int8 / uint16, as uncompiled
+    ihi = np.array([[1], [50], [2**40], [10]])         # an empty range (10, 10) gives minval; 2**40
+    # wraps to 0 for 8- and 16-bit dtypes, which are drawn as int32 (as uncompiled, and as JAX)
+    got = numba.njit(draw_bounded)(key, lo, hi, ilo, ihi)
+    want = draw_bounded(key, lo, hi, ilo, ihi)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype and g.shape == w.shape, i
+        np.testing.assert_array_equal(g, w, err_msg=f"output {i}")
+    assert np.all((got[0] >= lo) & ((got[0] < hi) | (hi <= lo)))  # lo == hi gives lo
+    with pytest.raises(ValueError, match="broadcast to the shape"):
+        numba.njit(lambda k, b: R.uniform(k, (2,), np.float64, b, 1.0))(key, np.zeros(3))
+
+
 @pytest.fixture(scope="module")
 def bad_inputs():
     @numba.njit

@@ -542,18 +542,52 @@ def _unbroadcast_emit(site: Site) -> str:
     return f"{site.np}.sum({pad(g.text, 0) if g.rank == 1 else f'rt.batch_flatten({g.text})'}, axis=1)"
 
 
+def _sum_grad_infer(site: Site) -> Info:
+    g, x = site.args[:2]
+    axis = site.args[2] if len(site.args) > 2 else site.kwargs.get("axis")
+    if (g.batched or x.batched) and axis is not None and not (axis.constant and axis.value is None):
+        raise Unbatchable("the adjoint of a sum along an axis")
+    return Info(g.batched or x.batched, x.rank)
+
+
+def _sum_grad_emit(site: Site) -> str:
+    """``rt.sum_grad(g, x)`` of a full sum: ``g`` spread over ``x``'s shape (one ``g`` per example)."""
+    g, x = site.args[:2]
+    if not g.batched:
+        return site.write()  # x-shaped, filled with g: the same whether x is batched or not
+    if x.rank is None:
+        raise Unbatchable("the adjoint of a sum of a value whose number of axes is not known")
+    return f"{site.np}.ones_like({x.text}) * {pad(g.text, x.rank)}"
+
+
 def _dot_grad(other: int) -> BatchRule:
-    """``rt.dot_grad_x(g, x, y)`` (``other=2``: ``g * y``) / ``dot_grad_y`` (``other=1``: ``g * x``) of vectors."""
+    """``rt.dot_grad_x(g, x, y)`` (``other=2``) / ``dot_grad_y`` (``other=1``) of ``np.dot(x, y)``.
+
+    Two vectors: ``g * y`` / ``g * x``, elementwise. A matrix times a vector (``A @ v``):
+    ``dot_grad_x`` is the outer product ``g[:, None] * v``, ``dot_grad_y`` is ``A.T @ g``,
+    which over a batch of ``g`` is one matrix product ``g @ A``.
+    """
 
     def infer(site: Site) -> Info:
         g, x, y = site.args
-        if (g.rank, x.rank, y.rank) != (0, 1, 1):
-            raise Unbatchable("the adjoint of a matrix product other than of two vectors")
-        return Info(g.batched or site.args[other].batched, 1)
+        ranks = (g.rank, x.rank, y.rank)
+        if ranks == (0, 1, 1):
+            return Info(g.batched or site.args[other].batched, 1)
+        if ranks == (1, 2, 1):
+            return Info(g.batched or site.args[other].batched, 2 if other == 2 else 1)
+        raise Unbatchable("the adjoint of a matrix product other than vector-vector or matrix-vector")
 
     def emit(site: Site) -> str:
-        product = _product(site, site.args[0], site.args[other])
-        return elementwise().emit(product) if product.any_batched() else product.write()
+        g, x, y = site.args
+        if x.rank == 1:  # the operand not multiplied only gives the shape, which is the product's
+            product = _product(site, g, site.args[other])
+            return elementwise().emit(product) if product.any_batched() else product.write()
+        column = f"{g.text}[:, :, None]" if g.batched else f"{g.text}[:, None]"
+        if other == 2:  # the outer product of g and y, per example
+            return f"{column} * {y.text}[:, None, :]" if y.batched else f"{column} * {y.text}"
+        if not x.batched:  # A.T @ g for every example at once
+            return f"{g.text} @ {x.text}"
+        return f"{site.np}.sum({column} * {x.text}, axis=1)"
 
     return BatchRule("custom", infer, emit)
 
@@ -733,6 +767,8 @@ BATCHING: dict[str, BatchRule] = {
     "getitem": custom(index_infer, index_emit),
     # --- runtime helpers of adjoint files ----------------------------------------------
     "srctrans.runtime.grad_seed": custom(_grad_seed_infer, lambda site: "1.0"),
+    "srctrans.runtime.zeros_like": like(),
+    "srctrans.runtime.sum_grad": custom(_sum_grad_infer, _sum_grad_emit),
     "srctrans.runtime.unbroadcast": custom(_unbroadcast_infer, _unbroadcast_emit),
     "srctrans.runtime.dot_grad_x": _dot_grad(2),
     "srctrans.runtime.dot_grad_y": _dot_grad(1),

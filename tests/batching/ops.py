@@ -368,6 +368,14 @@ def unbroadcast_scalar(g, x):
     return rt.unbroadcast(g, x)
 
 
+def rt_zeros_like(x):
+    return rt.zeros_like(x) + x
+
+
+def sum_grad_full(g, x):
+    return rt.sum_grad(g, x, None, False)
+
+
 def dot_grad_x(g, x, y):
     return rt.dot_grad_x(g, x, y)
 
@@ -519,6 +527,12 @@ SPECS += [
     ("srctrans.runtime.unbroadcast", unbroadcast_scalar, [num(), num()], None),
     ("srctrans.runtime.dot_grad_x", dot_grad_x, [num(), vec(3), vec(3)], None),
     ("srctrans.runtime.dot_grad_y", dot_grad_y, [num(), vec(3), vec(3)], None),
+    ("srctrans.runtime.dot_grad_x", dot_grad_x, [vec(2), mat(2, 3), vec(3)], None),
+    ("srctrans.runtime.dot_grad_y", dot_grad_y, [vec(2), mat(2, 3), vec(3)], None),
+    ("srctrans.runtime.zeros_like", rt_zeros_like, [vec(3)], None),
+    ("srctrans.runtime.zeros_like", rt_zeros_like, [num()], None),
+    ("srctrans.runtime.sum_grad", sum_grad_full, [num(), mat(2, 3)], None),
+    ("srctrans.runtime.sum_grad", sum_grad_full, [num(), vec(3)], None),
 ]
 # psum/pmean over this vmap's own axis are tested in test_api.py (their result is not
 # per-example); these only check that another axis's collective is left for its vmap.

@@ -158,6 +158,8 @@ def test_hessian_runs_the_vmap_file_of_the_tangent_file_of_the_adjoint_file():
     H = hess(x, A)
     text = _ran_vmap(hess)
     assert "grad" in text.splitlines()[0] and "jvp" in text.splitlines()[0]
+    assert "# vmap method: vectorized" in text  # A.T @ g over the basis becomes one g @ A
+    assert "@ A" in text
     t = np.tanh(A @ x)
     expected = A.T @ np.diag(2.0 * (1.0 - t**2) * (1.0 - 3.0 * t**2)) @ A
     np.testing.assert_allclose(H, expected, rtol=1e-10, atol=1e-12)

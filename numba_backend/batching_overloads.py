@@ -10,6 +10,8 @@ Python), so the loop runs on every core.
 
 from __future__ import annotations
 
+import operator
+
 import numba
 import numpy as np
 from numba.core import types
@@ -60,6 +62,25 @@ def _batch_alloc(v, n):
                 out[0] = v
             return out
         return impl
+    if isinstance(v, types.BaseTuple):  # a tuple of batches, one per element
+        elements = "".join(f"rt.batch_alloc(v[{k}], n), " for k in range(len(v)))
+        return _compiled(f"def impl(v, n):\n    return ({elements})")
+    return None
+
+
+def _compiled(source: str):
+    """The function ``impl`` defined by ``source`` (written per tuple length by an overload)."""
+    namespace = {"rt": rt}
+    exec(source, namespace)  # noqa: S102 - the text is made from a tuple's length
+    return namespace["impl"]
+
+
+@overload(operator.setitem)
+def _store_example(batches, i, example):
+    """``batches[i] = example`` for a tuple of batches (rt.batch_alloc of a tuple): each element in its own."""
+    if isinstance(batches, types.BaseTuple) and isinstance(example, types.BaseTuple) and len(batches) == len(example):
+        stores = "".join(f"\n    batches[{k}][i] = example[{k}]" for k in range(len(batches)))
+        return _compiled(f"def impl(batches, i, example):{stores}")
     return None
 
 

@@ -684,8 +684,27 @@ def batch_example(x):
     return np.zeros(x.shape[1:], dtype=x.dtype)[()]
 
 
+class BatchTuple(tuple):
+    """The batched results of a per-example loop whose examples return tuples: one batch per
+    element. ``batches[i] = example`` stores each element of ``example`` in its own batch."""
+
+    def __setitem__(self, i, example) -> None:
+        for batch, value in zip(self, example, strict=True):
+            batch[i] = value
+
+
+def plain_batches(out):
+    """``out`` with every :class:`BatchTuple` made a plain tuple again (for the caller's pytree)."""
+    if isinstance(out, tuple):
+        return tuple(plain_batches(v) for v in out)
+    return out
+
+
 def batch_alloc(v, n):
-    """Room for ``n`` results shaped like ``v``, the first one ``v`` (when ``n > 0``)."""
+    """Room for ``n`` results shaped like ``v``, the first one ``v`` (when ``n > 0``); a
+    :class:`BatchTuple` of them for a tuple."""
+    if isinstance(v, tuple):
+        return BatchTuple(batch_alloc(e, n) for e in v)
     out = np.empty((n,) + np.shape(v), dtype=np.result_type(v))
     if n > 0:
         out[0] = v

@@ -267,8 +267,10 @@ class VMapped:
         return out
 
     def _run(self, spec, arrays: list) -> Any:
+        from .. import runtime as rt
+
         try:
-            return self._runner(spec)(*arrays)
+            return rt.plain_batches(self._runner(spec)(*arrays))
         except Exception as err:
             if hasattr(err, "generated_file"):  # Numba's refusal, located in the generated file
                 from ..api import _compile_error

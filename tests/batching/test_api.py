@@ -265,3 +265,27 @@ def test_loop_with_two_outputs_compiled_and_vmap_of_jit():
     np.testing.assert_allclose(batched(x, y[0]), np.sum(np.abs(x - y[0]), axis=1))
     assert srctrans.source_path(batched) == batched.source_path()
     assert "jit(vmap)" in repr(batched)
+
+
+def nested_results(x, W):
+    h = np.tanh(W @ x)
+    return {"h": h, "s": np.sum(h * h)}, (h[0], (x * 2.0, 3.0 * h[1]))
+
+
+@pytest.mark.parametrize("method", ["auto", "loop"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_nested_pytree_results(method, compiled):
+    rng = np.random.default_rng(11)
+    xs, W = rng.normal(size=(5, 3)), rng.normal(size=(4, 3))
+    batched = srctrans.vmap(nested_results, in_axes=(0, None), method=method)
+    if compiled:
+        batched = srctrans.jit(batched)
+    got = batched(xs, W)
+    per_example = [nested_results(x, W) for x in xs]
+    want = srctrans.tree.tree_map(lambda *vs: np.stack(vs), *per_example)
+    assert srctrans.tree.tree_structure(got) == srctrans.tree.tree_structure(want)
+    for g, w in zip(srctrans.tree.tree_leaves(got), srctrans.tree.tree_leaves(want), strict=True):
+        assert type(g) is np.ndarray and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    empty = batched(xs[:0], W)  # no example: each result still has its per-example shape
+    assert [np.shape(v) for v in srctrans.tree.tree_leaves(empty)] == [(0,) + np.shape(v)[1:] for v in srctrans.tree.tree_leaves(want)]

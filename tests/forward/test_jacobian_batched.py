@@ -226,3 +226,23 @@ def test_an_empty_input_gives_an_empty_block():
     assert both[0].shape == looped[0].shape == (4, 0) and both[1].shape == looped[1].shape == (4, 4, 0)
     x, W = np.zeros(0), np.zeros((0, 0))  # empty in and out
     assert srctrans.jacfwd(layer)(x, W).shape == (0, 0) and srctrans.jacrev(layer)(x, W).shape == (0, 0)
+
+
+def dict_and_tuple_results(x, W):
+    h = np.tanh(W @ x)
+    return {"h": h, "s": np.sum(h * h)}, h[0]
+
+
+@pytest.mark.parametrize("make", [srctrans.jacfwd, srctrans.jacrev])
+def test_container_results_run_the_vmap_file(make):
+    rng = np.random.default_rng(12)
+    x, W = rng.standard_normal(3), rng.standard_normal((4, 3))
+    jac = make(dict_and_tuple_results)
+    J = jac(x, W)
+    _ran_vmap(jac)
+    d = 1.0 - np.tanh(W @ x) ** 2
+    h = np.tanh(W @ x)
+    np.testing.assert_allclose(J[0]["h"], d[:, None] * W, rtol=1e-12)
+    np.testing.assert_allclose(J[0]["s"], 2.0 * (h * d) @ W, rtol=1e-12)
+    np.testing.assert_allclose(J[1], d[0] * W[0], rtol=1e-12)
+    _assert_same(J, _looped(lambda: make(dict_and_tuple_results))(x, W))

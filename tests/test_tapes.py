@@ -90,6 +90,28 @@ def test_euler_gradient_with_broadcasting(k, y0):
     assert np.shape(gk) == np.shape(k) and np.shape(gy) == np.shape(y0)
 
 
+def reductions_and_broadcasting(x, w):
+    s = np.sum(x)  # a number: w's adjoint needs no unbroadcast in s * w
+    col = np.sum(x, axis=0)  # not a number: (3,) against w's (2, 3) in col * w
+    keep = np.mean(x, keepdims=True)  # not a number either: (1, 1)
+    return np.sum(s * w + col * w + keep * w) + np.linalg.norm(w) * s
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_full_reductions_against_broadcasting(compiled):
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((4, 3)), rng.standard_normal((2, 3))
+    grad = srctrans.grad(reductions_and_broadcasting, argnums=(0, 1))
+    if compiled:
+        grad = srctrans.jit(grad)
+    gx, gw = grad(x, w)
+    np.testing.assert_allclose(gx, _numeric_grad(reductions_and_broadcasting, [x, w], 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gw, _numeric_grad(reductions_and_broadcasting, [x, w], 1), rtol=1e-6, atol=1e-8)
+    text = srctrans.source(grad)
+    assert "w_bar = w_bar + t1_bar * s\n" in text  # s * w: s is a number, w has the result's shape
+    assert "rt.unbroadcast(t2_bar * col, w)" in text and "rt.unbroadcast(t4_bar * keep, w)" in text
+
+
 @pytest.mark.parametrize("k, y0", [(0.5, 1.0), (np.array([0.5, 0.7]), np.array([1.0, 2.0]))])
 def test_compiled_preallocated_tape_agrees(k, y0):
     python = srctrans.grad(euler, argnums=(0, 1))(k, y0)
@@ -167,14 +189,15 @@ def test_the_tape_helper_compiled_equals_python():
 # --- the shape analysis ---------------------------------------------------------------------
 
 def _kind_of(value):
-    """Operators and ``sin`` are elementwise, any other call (``sum``) is not."""
+    """Operators and ``sin`` are elementwise, ``total`` gives a number, any other call (``sum``) is opaque."""
     if isinstance(value, cst.BinaryOperation):
-        return True, {"x": value.left, "y": value.right}
+        return "elementwise", {"x": value.left, "y": value.right}
     if isinstance(value, cst.UnaryOperation):
-        return True, {"x": value.expression}
+        return "elementwise", {"x": value.expression}
     if isinstance(value, cst.Call):
         name = value.func.value
-        return name == "sin", {"x": value.args[0].value}
+        kind = {"sin": "elementwise", "total": "number"}.get(name, "other")
+        return kind, {"x": value.args[0].value}
     return None
 
 
@@ -202,6 +225,13 @@ def test_shape_analysis_on_straight_line_code():
     assert got["t3 = t1 + t2"] == {"x": None, "y": "a"}  # t1 has the result's shape; t2 has a's
     assert got["t4 = 2.0 * t3"] == {"y": None}  # a number broadcasts nothing
     assert "t6 = t5 * a" not in got  # t5 is opaque (a reduction): both keep unbroadcast
+
+
+def test_shape_analysis_full_reductions_are_numbers():
+    got = _analyse("t1 = total(a)\nt2 = t1 * a\nt3 = t1 + t1\nt4 = b + t1\n")
+    assert got["t2 = t1 * a"] == {"y": None}  # a has the result's shape; t1 (a number) keeps unbroadcast
+    assert got["t3 = t1 + t1"] == {"x": None, "y": None}  # numbers all round
+    assert got["t4 = b + t1"] == {"x": None}
 
 
 def test_shape_analysis_loops_and_branches():

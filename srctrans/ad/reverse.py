@@ -31,6 +31,7 @@ import libcst as cst
 from ..analysis.activity import Activity, Block, analyze, common_block, names_in, targets_of
 from ..analysis.names import NameGen, scan
 from ..analysis.shapes import same_shapes
+from ..rules.shapes import NUMBER_RESULTS
 from ..cache import ORIGIN_RE
 from ..rules import object_named
 from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Param, Rule
@@ -213,14 +214,24 @@ class Reverse:
         return isinstance(loop.iter, cst.Call) and self.resolve(loop.iter.func) is range
 
     def _elementwise(self, value: cst.BaseExpression):
-        """For the shape analysis: (is ``value`` an elementwise operation, its arguments), or None."""
+        """For the shape analysis: (the kind of ``value``'s operation, its arguments), or None.
+
+        The kind is ``"elementwise"``, ``"number"`` (a result of one number, as ``np.sum(x)``)
+        or ``"other"``.
+        """
         try:
             op = self.op_of(value)
         except (NoRuleError, NotDifferentiable):
             return None
         if op is None or op.rule is None:
             return None
-        return op.rule.kind == "elementwise", op.args
+        if op.rule.kind == "elementwise":
+            return "elementwise", op.args
+        defaults = {p.name: p.default for p in op.rule.params}
+        keep = NUMBER_RESULTS.get(op.key)
+        if keep is not None and all(op.texts.get(p) == defaults.get(p) for p in keep):
+            return "number", op.args
+        return "other", op.args
 
     def op_of(self, value: cst.BaseExpression) -> Op | None:
         """The rule and arguments of an ANF right-hand side; None for constants."""

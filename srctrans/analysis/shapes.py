@@ -13,7 +13,8 @@ a tape for ``dt * f(y)``.
 form (``id`` of the ``Assign`` or ``AugAssign``) to what each operand's adjoint needs:
 ``None`` when the operand has the result's shape, or the name of a value that has the
 operand's shape and is already at hand (``y`` for ``t = np.sin(y)``). Operands missing
-from the map keep the general ``unbroadcast``.
+from the map keep the general ``unbroadcast``. A full reduction (``np.sum(x)``, see
+:data:`srctrans.rules.shapes.NUMBER_RESULTS`) is a number: it has no atoms at all.
 
 A range loop's variable is a number. The walk follows the function's blocks in order;
 a name assigned inside a branch or a loop gets fresh atoms after it (and, in a loop
@@ -28,8 +29,9 @@ from collections.abc import Callable
 import libcst as cst
 
 Atoms = frozenset
-# kind_of(value) -> (is an elementwise operation, {parameter: argument}) or None (not one)
-KindOf = Callable[[cst.BaseExpression], "tuple[bool, dict[str, cst.BaseExpression]] | None"]
+# kind_of(value) -> (kind, {parameter: argument}) or None (not an operation); the kind is
+# "elementwise", "number" (its result is one number, as np.sum(x)) or "other"
+KindOf = Callable[[cst.BaseExpression], "tuple[str, dict[str, cst.BaseExpression]] | None"]
 
 
 def _is_number(expr: cst.BaseExpression) -> bool:
@@ -98,10 +100,12 @@ def same_shapes(body: list, kind_of: KindOf, counts: Callable[[cst.For], bool]) 
         target = node.targets[0].target
         found = kind_of(node.value) if isinstance(target, cst.Name) else None
         result: Atoms | None = None
-        if found is not None:
-            elementwise, args = found
+        if found is not None and found[0] == "number":
+            result = Atoms()  # broadcasts like a literal number
+        elif found is not None:
+            kind, args = found
             parts = {p: atoms_of(e, env) for p, e in args.items()}
-            if elementwise and all(a is not None for a in parts.values()):
+            if kind == "elementwise" and all(a is not None for a in parts.values()):
                 result = Atoms().union(*parts.values())
                 if len(parts) > 1:
                     needs = {}

@@ -31,19 +31,19 @@ def f_grad(x, w):
     if t1:
         # branches.py:7  r = s * w
         s_bar = s_bar + rt.unbroadcast(r_bar * w, s)
-        w_bar = w_bar + rt.unbroadcast(r_bar * s, w)
+        w_bar = w_bar + r_bar * s
     else:
         # branches.py:8  elif s > -1.0:
         if t2:
             # branches.py:9  r = s * s + w
-            t3_bar = rt.unbroadcast(r_bar, s)
-            w_bar = w_bar + rt.unbroadcast(r_bar, w)
+            t3_bar = rt.unbroadcast(r_bar, t3)
+            w_bar = w_bar + r_bar
             s_bar = s_bar + t3_bar * s
             s_bar = s_bar + t3_bar * s
         else:
             # branches.py:11  r = np.exp(s) * w
-            t4_bar = rt.unbroadcast(r_bar * w, s)
-            w_bar = w_bar + rt.unbroadcast(r_bar * t4, w)
+            t4_bar = rt.unbroadcast(r_bar * w, t4)
+            w_bar = w_bar + r_bar * t4
             s_bar = s_bar + t4_bar * t4
     # branches.py:5  s = np.sum(x)
     x_bar = rt.sum_grad(s_bar, x, None, False)

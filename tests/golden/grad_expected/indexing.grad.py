@@ -20,8 +20,8 @@ def f_grad(x):
     # --- backward ---
     # indexing.py:8  return np.sum(tail * tail) + np.sum(picks)
     out_bar = rt.grad_seed(out)
-    t5_bar = rt.unbroadcast(out_bar, t5)
-    t6_bar = rt.unbroadcast(out_bar, t6)
+    t5_bar = out_bar
+    t6_bar = out_bar
     picks_bar = rt.sum_grad(t6_bar, picks, None, False)
     t4_bar = rt.sum_grad(t5_bar, t4, None, False)
     tail_bar = t4_bar * tail

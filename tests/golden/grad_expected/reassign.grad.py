@@ -32,7 +32,7 @@ def f_grad(x):
     s_bar = s_bar_1 * 3.0
     # reassign.py:9  s += np.sum(y)
     s_bar_2 = s_bar
-    s_bar = rt.unbroadcast(s_bar_2, s_1)
+    s_bar = s_bar_2
     t1_bar = s_bar_2
     y_bar = y_bar + rt.sum_grad(t1_bar, y_3, None, False)
     # reassign.py:7  y = y * x

@@ -20,11 +20,11 @@ def f_grad(X):
     # --- backward ---
     # reductions.py:7  return np.sum((X - mu) ** 2) + np.sum(spread) + np.std(X)
     out_bar = rt.grad_seed(out)
-    t7_bar = rt.unbroadcast(out_bar, t7)
-    t8_bar = rt.unbroadcast(out_bar, t8)
+    t7_bar = out_bar
+    t8_bar = out_bar
     X_bar = rt.std_grad(t8_bar, X, t8, None, 0, False)
-    t5_bar = rt.unbroadcast(t7_bar, t5)
-    t6_bar = rt.unbroadcast(t7_bar, t6)
+    t5_bar = t7_bar
+    t6_bar = t7_bar
     spread_bar = rt.sum_grad(t6_bar, spread, None, False)
     t4_bar = rt.sum_grad(t5_bar, t4, None, False)
     t3_bar = t4_bar * (2 * t3 ** (2 - 1.0))

@@ -2353,3 +2353,341 @@ def _ov_vstack_grad(g, arrays):
         return f"{a}.shape[0]" if isinstance(t, types.Array) and t.ndim >= 2 else "1"
 
     return _sequence_grad("vstack_grad", g, arrays, "g, arrays", "0", extent)
+
+
+# --- higher derivatives: the helpers of the rules that differentiate other helpers ------------
+
+
+@register_jitable
+def _polygamma1(n, x):
+    """polygamma(n, x) as scipy.special.polygamma computes it: (-1)^(n+1) n! zeta(n + 1, x) for n >= 2."""
+    if n == 0:
+        return _digamma1(x)
+    if n == 1:
+        return _trigamma1(x)
+    sign = 1.0 if n % 2 == 1 else -1.0
+    if np.isnan(x):
+        return np.nan
+    if x == np.inf:
+        return 0.0
+    if x == -np.inf or (x <= 0.0 and x == np.floor(x)):
+        return sign * np.inf
+    s = n + 1.0
+    t = 0.0
+    while x < 10.0 + n:  # zeta(s, x) = x^-s + zeta(s, x + 1), the sum valid for negative x too
+        t += x ** -s
+        x += 1.0
+    # Euler-Maclaurin: x^(1-s) / (s-1) + x^-s / 2 + sum of B_2j / (2j)! s (s+1) ... (s+2j-2) x^(-s-2j+1)
+    t += x ** (1.0 - s) / (s - 1.0) + 0.5 * x ** -s
+    bern = (1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 6)
+    rising = s  # s (s+1) ... (s+2j-2)
+    fact = 2.0  # (2j)!
+    power = x ** (-s - 1.0)
+    for j in range(1, 8):
+        t += bern[j - 1] / fact * rising * power
+        rising *= (s + 2 * j - 1) * (s + 2 * j)
+        fact *= (2 * j + 1) * (2 * j + 2)
+        power /= x * x
+    return sign * math.gamma(n + 1.0) * t
+
+
+@overload(rt.polygamma)
+def _ov_polygamma(n, x):
+    if not _is_int(n):
+        raise TypingError(f"srctrans.runtime.polygamma: n must be an int, got {n}")
+    _check_elementwise("polygamma", x)
+    if isinstance(x, types.Complex) or (isinstance(x, types.Array) and isinstance(x.dtype, types.Complex)):
+        raise TypingError("srctrans.runtime.polygamma: complex arguments are not supported under jit")
+    if _is_scalar(x):
+        return lambda n, x: _polygamma1(n, float(x))
+
+    def impl(n, x):
+        out = np.empty(x.shape, np.float64)
+        of = out.reshape(out.size)
+        i = 0
+        for v in x.flat:
+            of[i] = _polygamma1(n, float(v))
+            i += 1
+        return out
+
+    return impl
+
+
+_sinc_derivative1 = register_jitable(rt._sinc_derivative1)
+
+
+@overload(rt.sinc_derivative)
+def _ov_sinc_derivative(n, x):
+    if not _is_int(n):
+        raise TypingError(f"srctrans.runtime.sinc_derivative: n must be an int, got {n}")
+    _check_elementwise("sinc_derivative", x)
+    if isinstance(x, types.Complex) or (isinstance(x, types.Array) and isinstance(x.dtype, types.Complex)):
+        raise TypingError("srctrans.runtime.sinc_derivative: complex arguments are not supported under jit")
+    if _is_scalar(x):
+        return lambda n, x: _sinc_derivative1(n, np.pi * float(x)) * np.pi**n
+
+    def impl(n, x):
+        out = np.empty(x.shape, np.float64)
+        of = out.reshape(out.size)
+        scale = np.pi**n
+        i = 0
+        for v in x.flat:
+            of[i] = _sinc_derivative1(n, np.pi * float(v)) * scale
+            i += 1
+        return out
+
+    return impl
+
+
+@register_jitable
+def _k_prod_grad3(out3, x3, v3, u3, gf):
+    """Per reduced group: the st coefficient of the product of (x_j + s v_j + t u_j) over j != m."""
+    p, nn, q = x3.shape
+    pre = np.empty((nn, 4))
+    for i in range(p):
+        for k in range(q):
+            c0, c1, c2, c3 = 1.0, 0.0, 0.0, 0.0  # coefficients of 1, s, t, st
+            for j in range(nn):
+                pre[j, 0], pre[j, 1], pre[j, 2], pre[j, 3] = c0, c1, c2, c3
+                x, v, u = x3[i, j, k], v3[i, j, k], u3[i, j, k]
+                c0, c1, c2, c3 = c0 * x, c1 * x + c0 * v, c2 * x + c0 * u, c3 * x + c1 * u + c2 * v
+            c0, c1, c2, c3 = 1.0, 0.0, 0.0, 0.0
+            g = gf[i * q + k]
+            for j in range(nn - 1, -1, -1):
+                st = pre[j, 0] * c3 + pre[j, 3] * c0 + pre[j, 1] * c2 + pre[j, 2] * c1
+                out3[i, j, k] = g * st
+                x, v, u = x3[i, j, k], v3[i, j, k], u3[i, j, k]
+                c0, c1, c2, c3 = c0 * x, c1 * x + c0 * v, c2 * x + c0 * u, c3 * x + c1 * u + c2 * v
+
+
+@overload(rt.prod_grad3)
+def _ov_prod_grad3(v, u, g, x, axis=None, keepdims=False):
+    dt = _reduction_dtype("prod_grad3", x, axis, real=True)
+    if dt is None:
+        return lambda v, u, g, x, axis=None, keepdims=False: 0.0
+    for name, t in (("v", v), ("u", u)):
+        if not isinstance(t, types.Array) or t.ndim != x.ndim:
+            raise TypingError(f"srctrans.runtime.prod_grad3: {name} must be an array shaped like x, got {t}")
+
+    def impl(v, u, g, x, axis=None, keepdims=False):
+        if u.shape != x.shape or v.shape != x.shape:
+            raise ValueError("prod_grad3: u and v must have x's shape")
+        x3 = _to3(x, axis)
+        out3 = np.empty(x3.shape, dt)
+        _k_prod_grad3(out3, x3, _to3(v, axis), _to3(u, axis), _flat_of(g, x3.shape[0] * x3.shape[2]))
+        return _from3(out3, x, axis)
+
+    return impl
+
+
+def _einsum_names(fname: str, subscripts: Any, x: Any, y: Any, z: Any) -> list[str]:
+    """The operands given (not None), after checking that the subscripts are a constant."""
+    if not isinstance(subscripts, types.StringLiteral):
+        raise TypingError(f"srctrans.runtime.{fname}: the subscripts must be a constant string")
+    from . import overloads  # noqa: F401  (np.einsum)
+
+    return [name for name, t in (("x", x), ("y", y), ("z", z)) if not _is_none(t)]
+
+
+@overload(rt.einsum)
+def _ov_einsum(subscripts, x, y=None, z=None):
+    names = _einsum_names("einsum", subscripts, x, y, z)
+    return _exec_impl(
+        "def impl(subscripts, x, y=None, z=None):\n"
+        f"    return np.einsum({subscripts.literal_value!r}, {', '.join(names)})\n"
+    )
+
+
+def _einsum_grad_impl(fname: str, k: int, subscripts: Any, x: Any, y: Any, z: Any, params: str):
+    names = _einsum_names(fname, subscripts, x, y, z)
+    if len(names) <= k:
+        raise TypingError(f"srctrans.runtime.{fname}: the einsum has no operand {'xyz'[k]}")
+    return _exec_impl(f"def impl({params}):\n    return rt.einsum_grad(g, {subscripts.literal_value!r}, {k}, x, y, z)\n")
+
+
+@overload(rt.einsum_grad_x)
+def _ov_einsum_grad_x(subscripts, g, x, y=None, z=None):
+    return _einsum_grad_impl("einsum_grad_x", 0, subscripts, x, y, z, "subscripts, g, x, y=None, z=None")
+
+
+@overload(rt.einsum_grad_y)
+def _ov_einsum_grad_y(subscripts, g, x, y, z=None):
+    return _einsum_grad_impl("einsum_grad_y", 1, subscripts, x, y, z, "subscripts, g, x, y, z=None")
+
+
+@overload(rt.einsum_grad_z)
+def _ov_einsum_grad_z(subscripts, g, x, y, z):
+    return _einsum_grad_impl("einsum_grad_z", 2, subscripts, x, y, z, "subscripts, g, x, y, z")
+
+
+def _require_matrix(fname: str, m: Any) -> None:
+    if not isinstance(m, types.Array) or m.ndim != 2:
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, m must be a matrix, got {m}")
+
+
+@register_jitable
+def _half_tril_of(m, mode):
+    """As a new C array: ``half_tril(m)`` (mode 0), ``half_tril(m + m.T)`` (1) or
+    ``half_tril(m) + half_tril(m).T`` (2)."""
+    n = m.shape[0]
+    if m.shape[1] != n:
+        raise ValueError("srctrans.runtime: expected a square matrix")
+    out = np.zeros((n, n), np.float64)
+    for i in range(n):
+        for j in range(i):
+            out[i, j] = m[i, j] + m[j, i] if mode == 1 else m[i, j]
+            if mode == 2:
+                out[j, i] = m[i, j]
+        out[i, i] = 0.5 * m[i, i] if mode == 0 else m[i, i]
+    return out
+
+
+@overload(rt.matrix_transpose)
+def _ov_matrix_transpose(x):
+    if not isinstance(x, types.Array) or x.ndim != 2:
+        raise TypingError(f"srctrans.runtime.matrix_transpose: under jit, x must be a matrix, got {x}")
+    return lambda x: np.ascontiguousarray(x.T)  # a C array, as an adjoint must be
+
+
+@overload(rt.half_tril)
+def _ov_half_tril(m):
+    _require_matrix("half_tril", m)
+    return lambda m: _half_tril_of(m, 0)
+
+
+@overload(rt.half_tril_sym)
+def _ov_half_tril_sym(m):
+    _require_matrix("half_tril_sym", m)
+    return lambda m: _half_tril_of(m, 1)
+
+
+@overload(rt.sym_half_tril)
+def _ov_sym_half_tril(m):
+    _require_matrix("sym_half_tril", m)
+    return lambda m: _half_tril_of(m, 2)
+
+
+# cumprod's recurrences and shifts, along the middle axis of (P, N, Q) views (axis=None: flat)
+
+
+@register_jitable
+def _k_linrec(out3, b3, a3, backward):
+    p, nn, q = out3.shape
+    for i in range(p):
+        for k in range(q):
+            if backward:
+                for j in range(nn - 1, -1, -1):
+                    out3[i, j, k] = b3[i, j, k] + (a3[i, j + 1, k] * out3[i, j + 1, k] if j + 1 < nn else 0.0)
+            else:
+                for j in range(nn):
+                    out3[i, j, k] = b3[i, j, k] + (a3[i, j, k] * out3[i, j - 1, k] if j > 0 else 0.0)
+
+
+@register_jitable
+def _k_shift(out3, z3, step, fill):
+    p, nn, q = out3.shape
+    for i in range(p):
+        for k in range(q):
+            for j in range(nn):
+                src = j - step
+                out3[i, j, k] = z3[i, src, k] if 0 <= src < nn else fill
+
+
+@register_jitable
+def _k_cumprod_jvp(out3, t3, x3, a3):
+    p, nn, q = out3.shape
+    for i in range(p):
+        for k in range(q):
+            for j in range(nn):
+                if j == 0:
+                    out3[i, j, k] = t3[i, j, k]
+                else:
+                    out3[i, j, k] = t3[i, j, k] * a3[i, j - 1, k] + x3[i, j, k] * out3[i, j - 1, k]
+
+
+def _line_args(fname: str, axis: Any, **arrays: Any) -> np.dtype:
+    """Checks the arrays of a helper along ``axis``: all arrays, of one ndim unless ``axis`` is None."""
+    kind = _axis_kind(axis, fname)
+    if kind == "tuple":
+        raise TypingError(f"srctrans.runtime.{fname}: axis must be None or an int, got {axis}")
+    for name, t in arrays.items():
+        if not isinstance(t, types.Array):
+            raise TypingError(f"srctrans.runtime.{fname}: {name} must be an array, got {t}")
+        if isinstance(t.dtype, types.Complex):
+            raise TypingError(f"srctrans.runtime.{fname}: complex arrays are not supported")
+    if kind == "int" and len({t.ndim for t in arrays.values()}) > 1:
+        raise TypingError(f"srctrans.runtime.{fname}: with an int axis, {', '.join(arrays)} must have one ndim")
+    return _inexact(*arrays.values())
+
+
+def _line_result(axis: Any):
+    """``out3`` laid out as the helper's result: flat for axis=None, else shaped like ``like``."""
+    if _is_none(axis):
+        return register_jitable(lambda out3, like: out3.reshape(out3.size))
+    return register_jitable(lambda out3, like: out3.reshape(like.shape))
+
+
+def _linrec_overload(fname: str, backward: bool):
+    @overload(getattr(rt, fname))
+    def _ov(b, a, axis=None):
+        dt = _line_args(fname, axis, b=b, a=a)
+        result = _line_result(axis)
+
+        def impl(b, a, axis=None):
+            a3 = _to3(a, axis)
+            b3 = _to3(b, axis)
+            if b3.shape != a3.shape:
+                raise ValueError("srctrans.runtime: the arrays of a recurrence must have one shape")
+            out3 = np.empty(a3.shape, dt)
+            _k_linrec(out3, b3, a3, backward)
+            return result(out3, a)
+
+        return impl
+
+
+_linrec_overload("linrec", False)
+_linrec_overload("linrec_rev", True)
+
+
+@overload(rt.shift_right)
+def _ov_shift_right(z, axis=None, fill=0.0):
+    dt = _line_args("shift_right", axis, z=z)
+    result = _line_result(axis)
+
+    def impl(z, axis=None, fill=0.0):
+        z3 = _to3(z, axis)
+        out3 = np.empty(z3.shape, dt)
+        _k_shift(out3, z3, 1, fill)
+        return result(out3, z)
+
+    return impl
+
+
+@overload(rt.shift_left)
+def _ov_shift_left(z, axis=None):
+    dt = _line_args("shift_left", axis, z=z)
+    result = _line_result(axis)
+
+    def impl(z, axis=None):
+        z3 = _to3(z, axis)
+        out3 = np.empty(z3.shape, dt)
+        _k_shift(out3, z3, -1, 0.0)
+        return result(out3, z)
+
+    return impl
+
+
+@overload(rt.cumprod_jvp)
+def _ov_cumprod_jvp(t, x, ans, axis=None):
+    dt = _line_args("cumprod_jvp", axis, t=t, x=x, ans=ans)
+    result = _line_result(axis)
+
+    def impl(t, x, ans, axis=None):
+        x3, t3, a3 = _to3(x, axis), _to3(t, axis), _to3(ans, axis)
+        if t3.shape != x3.shape or a3.shape != x3.shape:
+            raise ValueError("srctrans.runtime.cumprod_jvp: t, x and ans must have one shape")
+        out3 = np.empty(x3.shape, dt)
+        _k_cumprod_jvp(out3, t3, x3, a3)
+        return result(out3, ans)
+
+    return impl

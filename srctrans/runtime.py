@@ -730,3 +730,192 @@ def cholesky_jvp(t, ans):
     s = np.linalg.solve(ans, t)  # L^-1 T
     s = np.swapaxes(np.linalg.solve(ans, np.swapaxes(s, -1, -2)), -1, -2)  # L^-1 T L^-T (T symmetric)
     return ans @ _lower_half_diagonal(s)
+
+
+# --- higher derivatives -------------------------------------------------------------------
+# Helpers of the rules that differentiate other helpers (third and higher derivatives of the
+# user's function); numba_backend/runtime_overloads.py compiles the same meaning.
+
+
+def polygamma(n, x):
+    """``scipy.special.polygamma(n, x)``: the ``n``-th derivative of ``digamma``."""
+    from scipy.special import polygamma as _polygamma
+
+    out = _polygamma(n, x)
+    return out if np.ndim(out) else float(out)
+
+
+def _sinc_derivative1(n, p):
+    """The ``n``-th derivative of ``sin(p) / p`` at one float ``p``."""
+    if abs(p) < n + 2.0:  # the Taylor series: sum over 2m >= n of (-1)^m p^(2m-n) / ((2m+1) (2m-n)!)
+        total, m = 0.0, (n + 1) // 2
+        term = 1.0  # p^(2m-n) / (2m-n)!
+        if 2 * m - n == 1:
+            term = p
+        while True:
+            add = (-1.0) ** m * term / (2 * m + 1)
+            total += add
+            if abs(term) < 1e-17 * max(abs(total), 1e-300) and 2 * m - n > abs(p):
+                return total
+            term *= p * p / ((2 * m - n + 1) * (2 * m - n + 2))
+            m += 1
+    # Leibniz: sum over k of C(n, k) sin^(n-k)(p) (1/p)^(k), with (1/p)^(k) = (-1)^k k! / p^(k+1)
+    total, binom, fact = 0.0, 1.0, 1.0
+    for k in range(n + 1):
+        total += binom * np.sin(p + (n - k) * np.pi / 2) * (-1.0) ** k * fact / p ** (k + 1)
+        binom = binom * (n - k) / (k + 1)
+        fact *= k + 1
+    return total
+
+
+def sinc_derivative(n, x):
+    """The ``n``-th derivative of ``np.sinc`` (``n >= 1``): a series near 0, where the closed form cancels."""
+    p = np.pi * np.asarray(x, dtype=np.float64)
+    out = np.vectorize(lambda v: _sinc_derivative1(int(n), float(v)), otypes=[np.float64])(p) * np.pi**n
+    return out if out.ndim else float(out)
+
+
+def prod_grad3(v, u, g, x, axis=None, keepdims=False):
+    """``g`` times prod's third derivative at ``x`` applied to ``v`` and ``u``: the adjoint of ``x``
+    in ``prod_grad_grad(u, g, x)``; exact where ``x`` has zeros (no division)."""
+    if not isinstance(x, np.ndarray):
+        return 0.0
+    axes = tuple(range(np.ndim(x))) if axis is None else tuple(a % np.ndim(x) for a in np.atleast_1d(axis))
+    kept = [a for a in range(np.ndim(x)) if a not in axes]
+    order = kept + list(axes)
+
+    def lines(a):  # the reduced groups as columns: (elements of a group, groups)
+        a = np.transpose(np.broadcast_to(np.asarray(a, dtype=np.float64), np.shape(x)), order)
+        return np.reshape(a, (-1, int(np.prod([np.shape(x)[i] for i in axes], dtype=np.int64)))).T
+
+    xs, vs, us = lines(x), lines(v), lines(u)
+    # the coefficients of 1, s, t, st in the product of (x_j + s v_j + t u_j) over the j before
+    # (pre) and after (post) each element: the element's own factor left out, no division
+    n = xs.shape[0]
+    pre, post = np.zeros((n, 4, xs.shape[1])), np.zeros((n, 4, xs.shape[1]))
+    acc = np.zeros((4, xs.shape[1]))
+    acc[0] = 1.0
+    for j in range(n):
+        pre[j] = acc
+        acc = np.stack([acc[0] * xs[j], acc[1] * xs[j] + acc[0] * vs[j], acc[2] * xs[j] + acc[0] * us[j],
+                        acc[3] * xs[j] + acc[1] * us[j] + acc[2] * vs[j]])
+    acc = np.zeros((4, xs.shape[1]))
+    acc[0] = 1.0
+    for j in range(n - 1, -1, -1):
+        post[j] = acc
+        acc = np.stack([acc[0] * xs[j], acc[1] * xs[j] + acc[0] * vs[j], acc[2] * xs[j] + acc[0] * us[j],
+                        acc[3] * xs[j] + acc[1] * us[j] + acc[2] * vs[j]])
+    st = pre[:, 0] * post[:, 3] + pre[:, 3] * post[:, 0] + pre[:, 1] * post[:, 2] + pre[:, 2] * post[:, 1]
+    shape = [np.shape(x)[i] for i in order]
+    h = np.transpose(np.reshape(st.T, shape), np.argsort(order))
+    return unbroadcast(_expand(g, x, axis, keepdims) * h, x)
+
+
+def einsum(subscripts, x, y=None, z=None):
+    """``np.einsum(subscripts, x[, y[, z]])``: the adjoint of ``g`` in ``einsum_grad_x`` ... (no ``None`` operands)."""
+    return np.einsum(subscripts, *(a for a in (x, y, z) if a is not None))
+
+
+# <g, einsum(x, y, z)> is linear in each of g, x, y, z: the gradient in one of them is again
+# one of these four functions, at the others, with the incoming adjoint in the place of the
+# one (whose value is then not read, only its shape)
+
+
+def einsum_grad_x(subscripts, g, x, y=None, z=None):
+    """Adjoint of ``x`` in ``np.einsum(subscripts, x[, y[, z]])``."""
+    return einsum_grad(g, subscripts, 0, x, y, z)
+
+
+def einsum_grad_y(subscripts, g, x, y, z=None):
+    """Adjoint of ``y`` in ``np.einsum(subscripts, x, y[, z])``."""
+    return einsum_grad(g, subscripts, 1, x, y, z)
+
+
+def einsum_grad_z(subscripts, g, x, y, z):
+    """Adjoint of ``z`` in ``np.einsum(subscripts, x, y, z)``."""
+    return einsum_grad(g, subscripts, 2, x, y, z)
+
+
+def half_tril(m):
+    """The lower triangle of ``m`` with its diagonal halved (self-adjoint)."""
+    return _lower_half_diagonal(m)
+
+
+def half_tril_sym(m):
+    """``half_tril(m + m.T)``; its adjoint is ``sym_half_tril``."""
+    return _lower_half_diagonal(m + np.swapaxes(m, -1, -2))
+
+
+def sym_half_tril(m):
+    """``half_tril(m) + half_tril(m).T``: the symmetric matrix whose lower triangle is ``m``'s;
+    the adjoint of ``half_tril_sym``."""
+    h = _lower_half_diagonal(m)
+    return h + np.swapaxes(h, -1, -2)
+
+
+# cumprod, and the linear recurrences its derivatives are made of (multiplications only, so
+# exact where x has zeros). Along ``axis``; with ``axis=None`` the arrays are flattened first
+# and the result is flat, as ``np.cumprod(x)``.
+
+
+def _lines(a, axis):
+    a = np.asarray(a, dtype=np.result_type(a, 1.0))
+    return np.ravel(a) if axis is None else np.moveaxis(a, axis, 0)
+
+
+def _unlines(out, axis):
+    return out if axis is None else np.moveaxis(out, 0, axis)
+
+
+def linrec(b, a, axis=None):
+    """``z[0] = b[0]``, ``z[i] = b[i] + a[i] * z[i - 1]`` along ``axis``."""
+    bs, as_ = _lines(b, axis), _lines(a, axis)
+    out = np.empty(np.broadcast_shapes(bs.shape, as_.shape), dtype=np.result_type(bs, as_))
+    for i in range(out.shape[0]):
+        out[i] = bs[i] if i == 0 else bs[i] + as_[i] * out[i - 1]
+    return _unlines(out, axis)
+
+
+def linrec_rev(b, a, axis=None):
+    """``s[-1] = b[-1]``, ``s[j] = b[j] + a[j + 1] * s[j + 1]`` along ``axis``: the transpose of ``linrec``."""
+    bs, as_ = _lines(b, axis), _lines(a, axis)
+    out = np.empty(np.broadcast_shapes(bs.shape, as_.shape), dtype=np.result_type(bs, as_))
+    n = out.shape[0]
+    for j in range(n - 1, -1, -1):
+        out[j] = bs[j] if j == n - 1 else bs[j] + as_[j + 1] * out[j + 1]
+    return _unlines(out, axis)
+
+
+def shift_right(z, axis=None, fill=0.0):
+    """``z`` moved one place along ``axis``, ``fill`` in front: ``out[0] = fill``, ``out[i] = z[i - 1]``."""
+    zs = _lines(z, axis)
+    out = np.empty_like(zs)
+    if out.shape[0]:
+        out[0] = fill
+        out[1:] = zs[:-1]
+    return _unlines(out, axis)
+
+
+def shift_left(z, axis=None):
+    """``z`` moved one place back along ``axis``, 0 at the end: the transpose of ``shift_right``."""
+    zs = _lines(z, axis)
+    out = np.empty_like(zs)
+    if out.shape[0]:
+        out[-1] = 0.0
+        out[:-1] = zs[1:]
+    return _unlines(out, axis)
+
+
+def cumprod_jvp(t, x, ans, axis=None):
+    """Tangent of ``ans = np.cumprod(x, axis)`` along ``t``: ``dans[i] = t[i] ans[i - 1] + x[i] dans[i - 1]``."""
+    t = np.reshape(t, np.shape(ans))
+    return linrec(t * shift_right(ans, axis, 1.0), x, axis)
+
+
+def matrix_transpose(x):
+    """``x`` with its last two axes swapped (each matrix of a stack transposed), as a new C array."""
+    return np.ascontiguousarray(np.swapaxes(x, -1, -2))
+
+
+# Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).
+from .parallel.collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401

@@ -188,7 +188,7 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.var": vjp("x, axis=None, dtype=None, out=None, ddof=0, keepdims=False", jvp=_reduction_jvp("var_grad", "{axis}, {ddof}, {keepdims}"), x="rt.var_grad({g}, {x}, {axis}, {ddof}, {keepdims})"),
     "numpy.std": vjp("x, axis=None, dtype=None, out=None, ddof=0, keepdims=False", jvp=_reduction_jvp("std_grad", "{ans}, {axis}, {ddof}, {keepdims}"), x="rt.std_grad({g}, {x}, {ans}, {axis}, {ddof}, {keepdims})"),
     "numpy.cumsum": vjp("x, axis=None, dtype=None, out=None", jvp=LINEAR, x="rt.cumsum_grad({g}, {x}, {axis})"),
-    "numpy.cumprod": vjp("x, axis=None, dtype=None, out=None", x="rt.cumprod_grad({g}, {x}, {ans}, {axis})"),
+    "numpy.cumprod": vjp("x, axis=None, dtype=None, out=None", jvp=dict(x="rt.cumprod_jvp({t}, {x}, {ans}, {axis})"), x="rt.cumprod_grad({g}, {x}, {ans}, {axis})"),
     "scipy.special.logsumexp": vjp("x, axis=None, b=None, keepdims=False", jvp=_reduction_jvp("logsumexp_grad", "{ans}, {axis}, {keepdims}, {b}"), x="rt.logsumexp_grad({g}, {x}, {ans}, {axis}, {keepdims}, {b})"),
     # --- linear algebra -----------------------------------------------------------
     "numpy.dot": vjp("x, y", jvp=MULTILINEAR, x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
@@ -209,12 +209,20 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.tensordot": vjp("x, y, axes=2", jvp=MULTILINEAR, x="rt.tensordot_grad_x({g}, {x}, {y}, {axes})", y="rt.tensordot_grad_y({g}, {x}, {y}, {axes})"),
     "numpy.einsum": vjp(  # one to three operands
         "subscripts, x, y=None, z=None", jvp=MULTILINEAR,
-        x="rt.einsum_grad({g}, {subscripts}, 0, {x}, {y}, {z})",
-        y="rt.einsum_grad({g}, {subscripts}, 1, {x}, {y}, {z})",
-        z="rt.einsum_grad({g}, {subscripts}, 2, {x}, {y}, {z})",
+        x="rt.einsum_grad_x({subscripts}, {g}, {x}, {y}, {z})",
+        y="rt.einsum_grad_y({subscripts}, {g}, {x}, {y}, {z})",
+        z="rt.einsum_grad_z({subscripts}, {g}, {x}, {y}, {z})",
     ),
     "numpy.linalg.solve": vjp("a, b", jvp=dict(a="-np.linalg.solve({a}, {t} @ {ans})", b="np.linalg.solve({a}, {t})"), a="rt.solve_grad_a({g}, {a}, {b}, {ans})", b="rt.solve_grad_b({g}, {a}, {b})"),
-    "numpy.linalg.cholesky": vjp("x", jvp=dict(x="rt.cholesky_jvp({t}, {ans})"), x="rt.cholesky_grad({g}, {x}, {ans})"),
+    # L = cholesky(x) reads x's lower triangle. Tangent: L phi(L^-1 T L^-T), T the symmetric matrix with
+    # t's lower triangle; adjoint: phi(S + S.T), S = L^-T phi(L^T g) L^-1 (phi: rt.half_tril). Written
+    # with solve, so that they are differentiated again like any other code
+    "numpy.linalg.cholesky": vjp(
+        "x",
+        jvp=dict(x="{ans} @ rt.half_tril(np.linalg.solve({ans}, rt.matrix_transpose(np.linalg.solve({ans}, rt.sym_half_tril({t})))))"),
+        x="rt.half_tril_sym(np.linalg.solve(rt.matrix_transpose({ans}), "
+        "rt.matrix_transpose(np.linalg.solve(rt.matrix_transpose({ans}), rt.half_tril(rt.matrix_transpose({ans}) @ {g})))))",
+    ),
     "numpy.linalg.norm": vjp("x, ord=None, axis=None, keepdims=False", jvp=_reduction_jvp("norm_grad", "{ans}, {ord}, {axis}, {keepdims}"), x="rt.norm_grad({g}, {x}, {ans}, {ord}, {axis}, {keepdims})"),
     # --- shape ----------------------------------------------------------------------
     "numpy.transpose": vjp("x, axes=None", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
@@ -314,3 +322,20 @@ SHAPE_ONLY: dict[str, frozenset[str]] = {
 from .runtime_helpers import RUNTIME_DERIVATIVES  # noqa: E402
 
 DERIVATIVES.update(RUNTIME_DERIVATIVES)
+
+# --- collectives over a named axis (srctrans.parallel.collectives; pmap's helper owns this block) ---
+# psum's adjoint is the psum of the adjoint (every example's sum reads every example's x);
+# pmean's likewise; all_gather's, the example's own row of that psum. Adjoint files call
+# them as rt.psum, rt.pmean, rt.axis_index (srctrans.parallel puts the collectives on
+# srctrans.runtime), which pmap's stage split and vmap's rewrite recognize as collectives.
+DERIVATIVES.update({
+    "srctrans.parallel.collectives.psum": vjp("x, axis_name", jvp=LINEAR, x="rt.psum({g}, {axis_name})"),
+    "srctrans.parallel.collectives.pmean": vjp("x, axis_name", jvp=LINEAR, x="rt.pmean({g}, {axis_name})"),
+    "srctrans.parallel.collectives.axis_index": nondiff("axis_name"),
+    # all_gather: example i's x is row i of every example's result, so its adjoint is row i
+    # of the psum of the adjoints
+    "srctrans.parallel.collectives.all_gather": vjp(
+        "x, axis_name", jvp=LINEAR, x="rt.psum({g}, {axis_name})[rt.axis_index({axis_name})]"
+    ),
+})
+# --- end of the collectives' block ---

@@ -27,12 +27,21 @@ The helpers that take a joined array apart or put the pieces together (``stack_g
 ``g_``, which is (or whose adjoint is) a tuple of the pieces' adjoints: each one's rule is
 the other's operation.
 
+Higher derivatives. Some families close on themselves: ``sinc_derivative(n, x)`` and
+``polygamma(n, x)`` differentiate to ``n + 1``; cumprod's rules are made of two linear
+recurrences and two shifts (``linrec``, ``linrec_rev``, ``shift_right``, ``shift_left``),
+each the transpose of another and all multiplications, so exact where ``x`` has zeros;
+cholesky's rule is written with ``np.linalg.solve`` and three linear helpers
+(``half_tril`` ...), so it is differentiated like any other code; einsum's adjoints
+(``einsum_grad_x``, ``_y``, ``_z``) and ``einsum`` are each other's derivatives. One does
+not close: the rule of ``prod_grad_grad`` calls ``prod_grad3`` (prod's third derivative),
+which has no rule of its own.
+
 Helpers without a rule (differentiating a file that calls them stops with "no rule"):
 ``setitem_grad`` (it writes into its ``g``, which a rule cannot say; the file the next
-``grad`` reads takes a copy and writes zeros instead), ``einsum_grad`` (which operand is
-the adjoint's is an argument), the nonlinear ``cumprod_grad`` and ``cholesky_grad``, and
-the second-order helpers ``prod_grad_grad``, ``sinc_grad2`` and ``trigamma`` (third
-derivatives).
+``grad`` reads takes a copy and writes zeros instead), ``prod_grad3`` (a fourth derivative
+of the user's function), and ``einsum_grad``, ``cholesky_grad`` and ``cholesky_jvp``,
+which no rule calls any more.
 
 Forward mode (``jvp(grad(f))``, Hessian-vector products) reads the ``jvp=`` of the same
 entries: most helpers are linear in their ``g_`` (``LINEAR``) or linear in each of two
@@ -213,5 +222,128 @@ RUNTIME_DERIVATIVES.update({
         ans_="-np.swapaxes({g}, -1, -2) @ np.linalg.solve(np.swapaxes({a}, -1, -2), {g_})",
         a="rt.solve_grad_a({g_}, {a}, {b}, -np.linalg.solve({a}, {g} @ {ans_}))",
     ),
+})
+
+# --- higher derivatives: rules for the helpers that the rules above call -------------------------
+RUNTIME_DERIVATIVES.update({
+    # n-th derivatives: each one's derivative is the next
+    "srctrans.runtime.sinc_grad2": elementwise("rt.sinc_derivative(3, {x})"),
+    "srctrans.runtime.sinc_derivative": vjp(
+        "n, x", jvp=dict(x="{t} * rt.sinc_derivative({n} + 1, {x})"), x="{g} * rt.sinc_derivative({n} + 1, {x})"
+    ),
+    "srctrans.runtime.trigamma": elementwise("rt.polygamma(2, {x})"),
+    "srctrans.runtime.polygamma": vjp("n, x", jvp=dict(x="{t} * rt.polygamma({n} + 1, {x})"), x="{g} * rt.polygamma({n} + 1, {x})"),
+    # g H(x) u, H prod's Hessian (symmetric): linear in u and in g; its x derivative is prod's third
+    "srctrans.runtime.prod_grad_grad": vjp(
+        "u, g_, x, axis=None, keepdims=False",
+        jvp=dict(
+            u="rt.prod_grad_grad({t}, {g_}, {x}, {axis}, {keepdims})",
+            g_="rt.prod_grad_grad({u}, {t}, {x}, {axis}, {keepdims})",
+            x="rt.prod_grad3({t}, {u}, {g_}, {x}, {axis}, {keepdims})",
+        ),
+        u="rt.prod_grad_grad({g}, {g_}, {x}, {axis}, {keepdims})",
+        g_="rt.sum_to({g} * rt.prod_grad_grad({u}, rt.ones_like({g_}), {x}, {axis}, {keepdims}), {g_}, {axis}, {keepdims})",
+        x="rt.prod_grad3({g}, {u}, {g_}, {x}, {axis}, {keepdims})",
+    ),
+    # <g, einsum(x, y, z)> is linear in each of g, x, y, z, and each of these is its gradient in
+    # one of them (the value there unread): a derivative puts the incoming adjoint (or the
+    # tangent) in the place of one and asks for the gradient in another
+    "srctrans.runtime.einsum": vjp(
+        "subscripts, x, y=None, z=None", jvp=MULTILINEAR,
+        x="rt.einsum_grad_x({subscripts}, {g}, {x}, {y}, {z})",
+        y="rt.einsum_grad_y({subscripts}, {g}, {x}, {y}, {z})",
+        z="rt.einsum_grad_z({subscripts}, {g}, {x}, {y}, {z})",
+    ),
+    "srctrans.runtime.einsum_grad_x": vjp(
+        "subscripts, g_, x, y=None, z=None",
+        jvp=dict(
+            g_="rt.einsum_grad_x({subscripts}, {t}, {x}, {y}, {z})",
+            y="rt.einsum_grad_x({subscripts}, {g_}, {x}, {t}, {z})",
+            z="rt.einsum_grad_x({subscripts}, {g_}, {x}, {y}, {t})",
+        ),
+        g_="rt.einsum({subscripts}, {g}, {y}, {z})",
+        y="rt.einsum_grad_y({subscripts}, {g_}, {g}, {y}, {z})",
+        z="rt.einsum_grad_z({subscripts}, {g_}, {g}, {y}, {z})",
+    ),
+    "srctrans.runtime.einsum_grad_y": vjp(
+        "subscripts, g_, x, y, z=None",
+        jvp=dict(
+            g_="rt.einsum_grad_y({subscripts}, {t}, {x}, {y}, {z})",
+            x="rt.einsum_grad_y({subscripts}, {g_}, {t}, {y}, {z})",
+            z="rt.einsum_grad_y({subscripts}, {g_}, {x}, {y}, {t})",
+        ),
+        g_="rt.einsum({subscripts}, {x}, {g}, {z})",
+        x="rt.einsum_grad_x({subscripts}, {g_}, {x}, {g}, {z})",
+        z="rt.einsum_grad_z({subscripts}, {g_}, {x}, {g}, {z})",
+    ),
+    "srctrans.runtime.einsum_grad_z": vjp(
+        "subscripts, g_, x, y, z",
+        jvp=dict(
+            g_="rt.einsum_grad_z({subscripts}, {t}, {x}, {y}, {z})",
+            x="rt.einsum_grad_z({subscripts}, {g_}, {t}, {y}, {z})",
+            y="rt.einsum_grad_z({subscripts}, {g_}, {x}, {t}, {z})",
+        ),
+        g_="rt.einsum({subscripts}, {x}, {y}, {g})",
+        x="rt.einsum_grad_x({subscripts}, {g_}, {x}, {y}, {g})",
+        y="rt.einsum_grad_y({subscripts}, {g_}, {x}, {y}, {g})",
+    ),
+    # cholesky's rule: the lower triangle with its diagonal halved, and the two ways of
+    # symmetrizing with it (each the other's transpose)
+    "srctrans.runtime.matrix_transpose": vjp("x", jvp=LINEAR, x="rt.matrix_transpose({g})"),
+    "srctrans.runtime.half_tril": vjp("m", jvp=LINEAR, m="rt.half_tril({g})"),
+    "srctrans.runtime.half_tril_sym": vjp("m", jvp=LINEAR, m="rt.sym_half_tril({g})"),
+    "srctrans.runtime.sym_half_tril": vjp("m", jvp=LINEAR, m="rt.half_tril_sym({g})"),
+    # cumprod: ans[i] = x[i] ans[i - 1]. Its adjoint is L * linrec_rev(g, x) and its tangent
+    # linrec(t * L, x), L = shift_right(ans, axis, 1.0) the products before each element; the
+    # recurrences and shifts below are each other's transposes, and multiply only (exact at zeros).
+    # (With axis=None, x is flat for them: np.reshape gives shapes back.)
+    "srctrans.runtime.cumprod_grad": vjp(
+        "g_, x, ans_, axis=None",
+        jvp=dict(
+            g_="rt.cumprod_grad({t}, {x}, {ans_}, {axis})",
+            x="rt.cumprod_grad(rt.shift_left(np.reshape({t}, np.shape({ans_})) * rt.linrec_rev({g_}, {x}, {axis}), {axis}), "
+            "{x}, {ans_}, {axis})",
+            ans_="np.reshape(rt.shift_right({t}, {axis}, 0.0) * rt.linrec_rev({g_}, {x}, {axis}), np.shape({x}))",
+        ),
+        g_="rt.cumprod_jvp({g}, {x}, {ans_}, {axis})",
+        x="np.reshape(rt.linrec_rev({g_}, {x}, {axis}) * rt.shift_right(rt.cumprod_jvp({g}, {x}, {ans_}, {axis}), {axis}, 0.0), "
+        "np.shape({x}))",
+        ans_="rt.shift_left(np.reshape({g}, np.shape({ans_})) * rt.linrec_rev({g_}, {x}, {axis}), {axis})",
+    ),
+    "srctrans.runtime.cumprod_jvp": vjp(
+        "t_, x, ans_, axis=None",
+        jvp=dict(
+            t_="rt.cumprod_jvp({t}, {x}, {ans_}, {axis})",
+            x="rt.linrec(np.reshape({t}, np.shape({ans_})) * rt.shift_right({ans}, {axis}, 0.0), {x}, {axis})",
+            ans_="rt.linrec(np.reshape({t_}, np.shape({ans_})) * rt.shift_right({t}, {axis}, 0.0), {x}, {axis})",
+        ),
+        t_="rt.cumprod_grad({g}, {x}, {ans_}, {axis})",
+        x="np.reshape(rt.shift_right({ans}, {axis}, 0.0) * rt.linrec_rev({g}, {x}, {axis}), np.shape({x}))",
+        ans_="rt.shift_left(np.reshape({t_}, np.shape({ans_})) * rt.linrec_rev({g}, {x}, {axis}), {axis})",
+    ),
+    # z = linrec(b, a): z[i] = b[i] + a[i] z[i - 1]; linrec_rev is its transpose in b
+    "srctrans.runtime.linrec": vjp(
+        "b, a, axis=None",
+        jvp=dict(
+            b="rt.linrec({t}, {a}, {axis})",
+            a="rt.linrec(np.reshape({t}, np.shape({ans})) * rt.shift_right({ans}, {axis}, 0.0), {a}, {axis})",
+        ),
+        b="np.reshape(rt.linrec_rev({g}, {a}, {axis}), np.shape({b}))",
+        a="np.reshape(rt.shift_right({ans}, {axis}, 0.0) * rt.linrec_rev({g}, {a}, {axis}), np.shape({a}))",
+    ),
+    # s = linrec_rev(b, a): s[j] = b[j] + a[j + 1] s[j + 1]
+    "srctrans.runtime.linrec_rev": vjp(
+        "b, a, axis=None",
+        jvp=dict(
+            b="rt.linrec_rev({t}, {a}, {axis})",
+            a="rt.linrec_rev(rt.shift_left(np.reshape({t}, np.shape({ans})) * {ans}, {axis}), {a}, {axis})",
+        ),
+        b="np.reshape(rt.linrec({g}, {a}, {axis}), np.shape({b}))",
+        a="np.reshape({ans} * rt.shift_right(rt.linrec({g}, {a}, {axis}), {axis}, 0.0), np.shape({a}))",
+    ),
+    "srctrans.runtime.shift_right": vjp(
+        "z, axis=None, fill=0.0", jvp=dict(z="rt.shift_right({t}, {axis}, 0.0)"), z="np.reshape(rt.shift_left({g}, {axis}), np.shape({z}))"
+    ),
+    "srctrans.runtime.shift_left": vjp("z, axis=None", jvp=LINEAR, z="np.reshape(rt.shift_right({g}, {axis}, 0.0), np.shape({z}))"),
 })
 DERIVATIVES.update(RUNTIME_DERIVATIVES)  # when this module was imported first

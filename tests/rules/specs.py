@@ -13,6 +13,8 @@ from scipy import special
 import srctrans.runtime as rt
 
 B = np.array([0.3, -0.7, 1.1, 0.2])  # a constant broadcast against (3, 4) inputs
+# columns with no, one, two and three zeros (rows with three, two and one)
+ZEROS = np.array([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]])
 
 
 def pos(rng, *shape):
@@ -143,6 +145,9 @@ SPECS = {
         (lambda x: np.cumprod(x, axis=-1) * B, (lambda r: normal(r, 3, 4),)),
         (lambda x: np.cumprod(x), (lambda r: normal(r, 5),)),
         (lambda x: np.cumprod(x * np.array([1.0, 0.0, 1.0, 1.0]), axis=1), (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.cumprod(x * np.array([1.0, 0.0, 1.0, 0.0]), axis=1), (lambda r: normal(r, 3, 4),)),  # two zeros in a row
+        (lambda x: np.cumprod(x * ZEROS), (lambda r: normal(r, 3, 4),)),  # flattened, zeros
+        (lambda x: np.cumprod(x, axis=0), (lambda r: normal(r, 3, 4),)),
     ],
     "scipy.special.logsumexp": [
         (lambda x: special.logsumexp(x), (lambda r: normal(r, 3, 4),)),
@@ -192,6 +197,7 @@ SPECS = {
     "numpy.linalg.cholesky": [
         (lambda x: np.linalg.cholesky(x @ x.T + 3.0 * np.eye(3)), (lambda r: normal(r, 3, 3),)),
         (lambda x: np.linalg.cholesky(x), (lambda r: (lambda a: a @ a.T + 3.0 * np.eye(3))(normal(r, 3, 3)),)),
+        (lambda x: np.linalg.cholesky(x * x + 3.0 * np.eye(3)), (lambda r: unit(r, 3, 3),)),  # not symmetric: the upper triangle is unread
     ],
     "numpy.linalg.norm": [
         (lambda x: np.linalg.norm(x), (lambda r: normal(r, 3, 4),)),

@@ -128,6 +128,12 @@ RUNTIME_SPECS = {
         (lambda g, x: rt.prod_grad(g, x, np.prod(x, axis=1, keepdims=True), 1, True), (lambda r: normal(r, 3, 1), lambda r: pos(r, 3, 4))),
         (lambda g, x: rt.prod_grad(g, x, np.prod(x), None, False), (scalar, lambda r: pos(r, 4) * ZEROS[1])),
     ],
+    "srctrans.runtime.prod_grad_grad": [
+        (lambda u, g, x: rt.prod_grad_grad(u, g, x, 0, False), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4), lambda r: pos(r, 3, 4))),
+        (lambda u, g, x: rt.prod_grad_grad(u, g, x * ZEROS, 0, False), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4), lambda r: pos(r, 3, 4))),
+        (lambda u, g, x: rt.prod_grad_grad(u, g, x * ZEROS, 1, True), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 1), lambda r: pos(r, 3, 4))),
+        (lambda u, g, x: rt.prod_grad_grad(u, g, x, None, False), (lambda r: normal(r, 5), scalar, lambda r: pos(r, 5))),
+    ],
     "srctrans.runtime.var_grad": [
         (lambda g, x: rt.var_grad(g, x, 1, 0, False), (lambda r: normal(r, 3), lambda r: normal(r, 3, 4))),
         (lambda g, x: rt.var_grad(g, x, None, 1, False), (scalar, lambda r: normal(r, 5))),
@@ -171,7 +177,48 @@ RUNTIME_SPECS = {
     ],
     "srctrans.runtime.sinc_grad": [(lambda x: rt.sinc_grad(x), (lambda r: normal(r, 4) + 0.05,))],
     "srctrans.runtime.digamma": [(lambda x: rt.digamma(x), (lambda r: pos(r, 4) + 0.5,))],
+    # n-th derivatives (the series near 0 too)
+    "srctrans.runtime.sinc_grad2": [(lambda x: rt.sinc_grad2(x), (lambda r: normal(r, 4) + 0.05,))],
+    "srctrans.runtime.sinc_derivative": [
+        (lambda x: rt.sinc_derivative(3, x), (lambda r: normal(r, 4) + 0.05,)),
+        (lambda x: rt.sinc_derivative(2, x) * x, (lambda r: normal(r, 3) * 0.01,)),
+        (lambda x: rt.sinc_derivative(5, x), (lambda r: float(normal(r)) + 3.0,)),
+    ],
+    "srctrans.runtime.trigamma": [(lambda x: rt.trigamma(x), (lambda r: pos(r, 4) + 0.5,))],
+    "srctrans.runtime.polygamma": [
+        (lambda x: rt.polygamma(2, x), (lambda r: pos(r, 4) + 0.5,)),
+        (lambda x: rt.polygamma(4, x) * x, (lambda r: pos(r, 3) * 8.0,)),
+    ],
     # --- adjoints of shape and linear-algebra functions ---------------------------------------------
+    "srctrans.runtime.cumprod_grad": [
+        (lambda g, x: rt.cumprod_grad(g, x, np.cumprod(x, 1), 1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.cumprod_grad(g, x * ZEROS, np.cumprod(x * ZEROS, 0), 0), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.cumprod_grad(g, x * ZEROS, np.cumprod(x * ZEROS, 1), 1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.cumprod_grad(g, x, np.cumprod(x), None), (lambda r: normal(r, 6), lambda r: normal(r, 2, 3))),
+    ],
+    "srctrans.runtime.cumprod_jvp": [
+        (lambda t, x: rt.cumprod_jvp(t, x, np.cumprod(x, 1), 1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda t, x: rt.cumprod_jvp(t, x * ZEROS, np.cumprod(x * ZEROS, 1), 1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda t, x: rt.cumprod_jvp(t, x, np.cumprod(x), None), (lambda r: normal(r, 2, 3), lambda r: normal(r, 2, 3))),
+    ],
+    "srctrans.runtime.linrec": [
+        (lambda b, a: rt.linrec(b, a, 1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda b, a: rt.linrec(b, a * ZEROS, 0), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda b, a: rt.linrec(b, a, None), (lambda r: normal(r, 6), lambda r: normal(r, 2, 3))),
+    ],
+    "srctrans.runtime.linrec_rev": [
+        (lambda b, a: rt.linrec_rev(b, a, 1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda b, a: rt.linrec_rev(b, a * ZEROS, 0), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda b, a: rt.linrec_rev(b, a, None), (lambda r: normal(r, 6), lambda r: normal(r, 2, 3))),
+    ],
+    "srctrans.runtime.shift_right": [
+        (lambda z: rt.shift_right(z, 1, 1.0) * z, (lambda r: normal(r, 3, 4),)),
+        (lambda z: rt.shift_right(z, None, 0.0), (lambda r: normal(r, 2, 3),)),
+    ],
+    "srctrans.runtime.shift_left": [
+        (lambda z: rt.shift_left(z, 0) * z, (lambda r: normal(r, 3, 4),)),
+        (lambda z: rt.shift_left(z, None), (lambda r: normal(r, 5),)),
+    ],
     "srctrans.runtime.cumsum_grad": [
         (lambda g, x: rt.cumsum_grad(g, x, 0), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
         (lambda g, x: rt.cumsum_grad(g, x, None), (lambda r: normal(r, 6), lambda r: normal(r, 2, 3))),
@@ -237,6 +284,22 @@ RUNTIME_SPECS = {
         (lambda g, x, y: rt.tensordot_grad_y(g, x, y, 1), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
         (lambda g, x, y: rt.tensordot_grad_y(g, x, y, ((0, 2), (1, 0))), (lambda r: normal(r, 3, 5), lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 4, 2, 5))),
     ],
+    "srctrans.runtime.einsum": [
+        (lambda x, y: rt.einsum("ij,jk->ik", x, y, None), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda x: rt.einsum("ii->i", x, None, None) * x[0], (lambda r: normal(r, 3, 3),)),
+    ],
+    "srctrans.runtime.einsum_grad_x": [
+        (lambda g, x, y: rt.einsum_grad_x("ij,jk->ik", g, x, y, None), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda g, x: rt.einsum_grad_x("ii->i", g, x, None, None) * x[0], (lambda r: normal(r, 3), lambda r: normal(r, 3, 3))),
+        (lambda g, x, y, z: rt.einsum_grad_x("ij,j,k", g, x, y, z), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 4), lambda r: normal(r, 2))),
+    ],
+    "srctrans.runtime.einsum_grad_y": [
+        (lambda g, x, y: rt.einsum_grad_y("ij,kj->ik", g, x, y, None), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 2, 4))),
+        (lambda g, x, y, z: rt.einsum_grad_y("ij,j,k", g, x, y, z), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 4), lambda r: normal(r, 2))),
+    ],
+    "srctrans.runtime.einsum_grad_z": [
+        (lambda g, x, y, z: rt.einsum_grad_z("ij,j,k", g, x, y, z) * z, (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 4), lambda r: normal(r, 2))),
+    ],
     "srctrans.runtime.solve_grad_b": [
         (lambda g, a, b: rt.solve_grad_b(g, a, b), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3, 2))),
         (lambda g, a, b: rt.solve_grad_b(g, a, b), (lambda r: normal(r, 3), lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3))),
@@ -260,6 +323,13 @@ RUNTIME_SPECS = {
     "srctrans.runtime.vstack_grad": [(_vstack_grad_spec, (lambda r: normal(r, 3, 4), lambda r: normal(r, 4), lambda r: normal(r, 2, 4)))],
     "srctrans.runtime.split_grad": [(_split_grad_spec, (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 2)))],
     # --- linear algebra -------------------------------------------------------------------------
+    "srctrans.runtime.matrix_transpose": [
+        (lambda x: rt.matrix_transpose(x) * x, (lambda r: normal(r, 3, 3),)),
+        (lambda x: rt.matrix_transpose(x), (lambda r: normal(r, 2, 3, 4),)),
+    ],
+    "srctrans.runtime.half_tril": [(lambda m: rt.half_tril(m) * m, (lambda r: normal(r, 3, 3),))],
+    "srctrans.runtime.half_tril_sym": [(lambda m: rt.half_tril_sym(m) * m, (lambda r: normal(r, 3, 3),))],
+    "srctrans.runtime.sym_half_tril": [(lambda m: rt.sym_half_tril(m) * m, (lambda r: normal(r, 3, 3),))],
     "srctrans.runtime.slogdet_grad": [
         (lambda s, logdet, x: rt.slogdet_grad((s, logdet), x), (scalar, scalar, lambda r: normal(r, 3, 3) + 3.0 * np.eye(3))),
     ],

@@ -44,12 +44,13 @@ def adjoint_function(inner) -> Callable:
     return spec.python
 
 
-def vjp_function(fun: Callable, nargs: int) -> Callable:
+def vjp_function(fun: Callable, nargs: int, wrt: tuple[str, ...] | None = None) -> Callable:
     """``fun``'s adjoint file as a plain function ``(*primals, cotangent) -> cotangents``.
 
     The file of ``srctrans.vjp(fun, ...)``, in the variant that returns the cotangents of
     the primals alone (one, or a tuple of several); ``check_grads(order=2)`` checks its
-    derivatives as it checks ``fun``'s.
+    derivatives as it checks ``fun``'s. ``wrt``: the parameters whose cotangents it
+    returns (default: every one).
     """
     import inspect
 
@@ -60,21 +61,23 @@ def vjp_function(fun: Callable, nargs: int) -> Callable:
     visible = [p.name for p in inspect.signature(pyfn).parameters.values()][len(bound_args):]
     if len(visible) != nargs:
         raise TypeError(f"{pyfn.__qualname__} takes {len(visible)} arguments, got {nargs}")
-    options = (("wrt", tuple(visible)), ("grads_only", True))
+    wrt = tuple(visible) if wrt is None else tuple(wrt)
+    options = (("wrt", wrt), ("grads_only", True))
     runner = Jitted(fun, _transform=Transform("vjp", options), _compile=False)
-    runner._wrt = tuple(visible)
+    runner._wrt = wrt
     spec = runner._any_spec()
     if any(m[0] not in ("arg", "cotangent") for m in spec.gen.meta["params"]):
         raise TypeError("the vjp of a method or of pytree arguments cannot be differentiated again yet")
     return spec.python
 
 
-def tangent_function(fun: Callable, nargs: int) -> Callable:
+def tangent_function(fun: Callable, nargs: int, wrt: tuple[str, ...] | None = None) -> Callable:
     """``fun``'s tangent file as a plain function ``(*primals, *tangents) -> (out, tangent_out)``.
 
-    The file of ``srctrans.jvp(fun, ...)`` with respect to every argument; ``check_grads``
-    with ``modes=("fwd", ...)`` and ``order=2`` checks its derivatives as it checks ``fun``'s
-    (forward over forward, and reverse over forward).
+    The file of ``srctrans.jvp(fun, ...)`` with respect to every argument (or to the
+    parameters ``wrt``, one tangent each); ``check_grads`` with ``modes=("fwd", ...)`` and
+    ``order=2`` checks its derivatives as it checks ``fun``'s (forward over forward, and
+    reverse over forward).
     """
     import inspect
 
@@ -85,8 +88,9 @@ def tangent_function(fun: Callable, nargs: int) -> Callable:
     visible = [p.name for p in inspect.signature(pyfn).parameters.values()][len(bound_args):]
     if len(visible) != nargs:
         raise TypeError(f"{pyfn.__qualname__} takes {len(visible)} arguments, got {nargs}")
-    runner = Jitted(fun, _transform=Transform("jvp", (("wrt", tuple(visible)),)), _compile=False)
-    runner._wrt = tuple(visible)
+    wrt = tuple(visible) if wrt is None else tuple(wrt)
+    runner = Jitted(fun, _transform=Transform("jvp", (("wrt", wrt),)), _compile=False)
+    runner._wrt = wrt
     spec = runner._any_spec()
     if any(m[0] not in ("arg", "tangent") for m in spec.gen.meta["params"]):
         raise TypeError("the jvp of a method or of pytree arguments cannot be differentiated again yet")

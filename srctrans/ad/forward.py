@@ -39,7 +39,12 @@ from .reverse import (
     _mutation_facts,
     _rule_keys_by_id,
     _times,
+    check_vmapped_call,
     code,
+    is_vmapped,
+    transformation_refusal,
+    vmap_made_here,
+    vmapped_params,
 )
 
 _ANS = "__ans__"  # stands for the result in a tangent expression until it is placed
@@ -149,6 +154,10 @@ class Forward:
                 [("receiver",), *where], kw_where,
             )
         obj = self.resolve(func)
+        if obj is _LOCAL and isinstance(func, cst.Name):
+            made = vmap_made_here(func.value, self.body, self.resolve, self.params)
+            if made is not None:  # ``batched = srctrans.vmap(f, ...)`` earlier in the function
+                return self._vmapped(made, func.value, positional, keywords)
         if obj is _LOCAL or obj is None:
             raise NotDifferentiable(
                 f"cannot differentiate a call of {code(func)}, a value computed inside the function", self.line
@@ -159,6 +168,11 @@ class Forward:
         from ..analysis.resolve import is_user_function
 
         label = _label(obj, code(func))
+        if is_vmapped(obj):
+            return self._vmapped(obj, code(func), positional, keywords)
+        refusal = transformation_refusal(obj, code(func), "jvp")
+        if refusal is not None:
+            raise NotDifferentiable(refusal[0], self.line, refusal[1])
         if type(obj).__name__ == "custom_jvp":
             return self._custom(obj, positional, keywords, label)
         if type(obj).__name__ == "custom_vjp":
@@ -188,6 +202,13 @@ class Forward:
             else:
                 raise NotDifferentiable(f"{label} is called without its argument {p.name!r}", self.line)
         return _Op("callee", Rule("callee", ()), args, extra={"fn": fn, "params": [p.name for p in params], "texts": texts, "label": label})
+
+    def _vmapped(self, obj, receiver: str, positional, keywords) -> _Op:
+        """A call of a function batched by ``srctrans.vmap``: its tangent is the vmap of the
+        function's tangent function, which the tangent file calls as ``receiver.jvp(...)``."""
+        check_vmapped_call(obj, receiver, positional, keywords, "jvp", self.line)
+        args = dict(zip(vmapped_params(obj, len(positional)), positional))
+        return _Op("vmapped", Rule("vmapped", ()), args, extra={"receiver": receiver})
 
     def _custom(self, obj, positional, keywords, label: str) -> _Op:
         if keywords:
@@ -379,6 +400,9 @@ class Forward:
         if op is not None and op.key == "custom":
             self._emit_custom(op, target, depth)
             return
+        if op is not None and op.key == "vmapped":
+            self._emit_vmapped(op, target, primal, depth)
+            return
         tangent = None if op is None or (op.rule is not None and op.rule.kind == "nondiff") else self.tangent(op, small.value)
         if tangent is None and isinstance(small.value, cst.List) and not small.value.elements:
             self.emit(primal, depth)  # a stack (a tape of an adjoint file): its tangents are a stack too
@@ -496,6 +520,18 @@ class Forward:
             raise NotDifferentiable(f"cannot differentiate the call of {op.extra['label']}", self.line)
         tangents = ", ".join(self.tangent_of(op.args[p]) for p in active)
         self.emit(f"{target}, {self.dot(target)} = {name}({primal_args}, {tangents})", depth)
+
+    def _emit_vmapped(self, op: _Op, target: str, primal: str, depth: int) -> None:
+        args = list(op.args.values())
+        tangents = [self.tangent_of(a) for a in args]
+        if not any(tangents):
+            self.emit(primal, depth)
+            self.emit(f"{self.dot(target)} = rt.zeros_like({target})", depth)
+            return
+        comma = "," if len(args) == 1 else ""
+        primals = ", ".join(code(a) for a in args) + comma
+        dots = ", ".join(t or "None" for t in tangents) + comma  # None: held constant
+        self.emit(f"{target}, {self.dot(target)} = {op.extra['receiver']}.jvp(({primals}), ({dots}))", depth)
 
     def _emit_custom(self, op: _Op, target: str, depth: int) -> None:
         rule = self.custom_rule(op.extra["obj"]) if self.custom_rule is not None else None

@@ -31,11 +31,11 @@ import libcst as cst
 from ..analysis.activity import Activity, Block, analyze, common_block, names_in, targets_of
 from ..analysis.names import NameGen, scan
 from ..analysis.shapes import same_shapes
-from ..rules.shapes import NUMBER_RESULTS
 from ..cache import ORIGIN_RE
 from ..rules import object_named
 from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Param, Rule
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
+from ..rules.shapes import NUMBER_RESULTS
 
 _CODE = cst.Module(body=[])
 
@@ -274,6 +274,10 @@ class Reverse:
             key = f"ndarray.{func.attr.value}"
             return self._op(key, [func.value, *positional], keywords, f".{func.attr.value}()")
         obj = self.resolve(func)
+        if obj is _LOCAL and isinstance(func, cst.Name):
+            made = vmap_made_here(func.value, self.body, self.resolve, self.params)
+            if made is not None:  # ``batched = srctrans.vmap(f, ...)`` earlier in the function
+                return self._vmapped(made, func.value, positional, keywords, func.value)
         if obj is _LOCAL or obj is None:
             raise NotDifferentiable(
                 f"cannot differentiate a call of {code(func)}, a value computed inside the function", self.line
@@ -283,6 +287,11 @@ class Reverse:
             from ..analysis.resolve import is_user_function
 
             label = _label(obj, code(func))
+            if is_vmapped(obj):
+                return self._vmapped(obj, code(func), positional, keywords, label)
+            refusal = transformation_refusal(obj, code(func), "grad")
+            if refusal is not None:
+                raise NotDifferentiable(refusal[0], self.line, refusal[1])
             if is_user_function(obj):
                 return self._callee(obj, positional, keywords, label)
             if getattr(obj, "fwd", None) is not None and getattr(obj, "bwd", None) is not None:
@@ -323,6 +332,17 @@ class Reverse:
                 raise NotDifferentiable(f"{label} is called without its argument {p.name!r}", self.line)
         rule = Rule("callee", tuple(Param(p.name) for p in params), {p.name: "" for p in params})
         return Op(vjp_name, rule, args, texts)
+
+    def _vmapped(self, obj, receiver: str, positional, keywords, label: str) -> Op:
+        """A call of a function batched by ``srctrans.vmap`` (a global, a closure value, or made
+        earlier in the function): its adjoint is the vmap of the function's vjp, which the
+        backward sweep calls as ``receiver.vjp(...)`` (see ``VMapped.vjp``)."""
+        params = vmapped_params(obj, len(positional))
+        check_vmapped_call(obj, receiver, positional, keywords, "grad", self.line)
+        args = dict(zip(params, positional))
+        texts = {p: code(v) for p, v in args.items()}
+        rule = Rule("vmapped", tuple(Param(p) for p in params), {p: "" for p in params})
+        return Op(receiver, rule, args, texts, {"receiver": receiver})
 
     def _custom(self, obj, positional, keywords, label: str) -> Op:
         """A call of a ``custom_vjp`` function: its ``fwd`` runs forward, its ``bwd`` backward."""
@@ -669,14 +689,14 @@ class Reverse:
             self.assigned(target.value, block)
             return
         # the values the templates of the active operands read
-        read: set[str] = set(op.args) if op.rule.kind == "callee" else set()
+        read: set[str] = set(op.args) if op.rule.kind in ("callee", "vmapped") else set()
         shape_read: set[str] = set()  # parameters read only for their shape and dtype
         witnesses: set[str] = set()  # values of an operand's shape, read for that shape
         wants_ans = False
         op.shapes = self.shapes.get(sid, {})
         for param, template in op.rule.templates.items():
             expr = op.args.get(param)
-            if op.rule.kind != "callee" and self._carries(expr):
+            if op.rule.kind not in ("callee", "vmapped") and self._carries(expr):
                 read |= {p.name for p in op.rule.params if "{" + p.name + "}" in template}
                 wants_ans = wants_ans or "{ans}" in template
                 if op.rule.kind == "elementwise" and len(op.args) > 1 and all(
@@ -1133,6 +1153,17 @@ class Reverse:
                 if self._carries(expr):
                     self._flow(expr, f"{bars}[{i}]", depth, block)
             return
+        if op.rule.kind == "vmapped":  # the vmap of the function's vjp: the batched arguments' contributions
+            names = [p.name for p in op.rule.params]
+            argnums = [k for k, n in enumerate(names) if self._carries(op.args.get(n))]
+            primals = ", ".join(text_of(n) for n in names) + ("," if len(names) == 1 else "")
+            receiver = op.extra["receiver"]
+            parts = [self.gen.fresh(f"{receiver}_{names[k]}_bar", numbered=False) for k in argnums]
+            nums = ", ".join(map(str, argnums)) + ("," if len(argnums) == 1 else "")
+            self.emit(", ".join(parts) + ("," if len(parts) == 1 else "") + f" = {receiver}.vjp(({primals}), {g}, argnums=({nums}))", depth)
+            for k, part in zip(argnums, parts):
+                self._flow(op.args[names[k]], part, depth, block)
+            return
         if op.rule.kind == "callee":  # the callee's adjoint gives every argument's contribution
             arguments = ", ".join(text_of(p.name) for p in op.rule.params)
             out = self.gen.fresh(f"{op.key}_out", numbered=False)
@@ -1299,6 +1330,117 @@ class _Rename(cst.CSTTransformer):
         return updated.with_changes(value=self.mapping.get(updated.value, updated.value))
 
 _LOCAL = object()  # what ``resolve`` returns for names bound inside the function
+
+
+# --- calls of transformed functions (shared with forward mode) ----------------------------------
+
+
+def is_vmapped(obj: Any) -> bool:
+    from ..batching.api import VMapped
+
+    return isinstance(obj, VMapped)
+
+
+class _MadeHere:
+    """A ``srctrans.vmap(f, ...)`` made inside the function being differentiated: what is known of it."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn  # the function batched, when it is known before the call runs
+
+
+def vmap_made_here(name: str, body: list, resolve, params) -> _MadeHere | None:
+    """``name`` as a function batched by a ``srctrans.vmap(f, ...)`` call assigned to it once,
+    outside loops and branches, in ``body``; None otherwise."""
+    from ..batching.api import vmap
+
+    if name in params or sum(name in _assigned_in(stmt) for stmt in _all_statements(body)) != 1:
+        return None
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and small.targets[0].target.value == name
+                and isinstance(small.value, cst.Call)
+                and resolve(small.value.func) is vmap
+                and small.value.args
+            ):
+                fn = resolve(small.value.args[0].value)
+                return _MadeHere(None if fn is _LOCAL else fn)
+    return None
+
+
+def _all_statements(body: list):
+    """The simple statements of ``body``, in nested blocks too."""
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield stmt
+        elif isinstance(stmt, cst.If):
+            yield from _all_statements(stmt.body.body)
+            if stmt.orelse is not None:
+                yield from _all_statements(stmt.orelse.body.body)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            yield from _all_statements(stmt.body.body)
+
+
+def vmapped_params(obj: Any, count: int) -> list[str]:
+    """The parameter names of a batched function (``arg0``, ``arg1`` ... when unknown until it runs)."""
+    import inspect
+
+    if is_vmapped(obj):
+        return list(obj._params)
+    fn = getattr(obj, "fn", None)
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return [f"arg{k}" for k in range(count)]
+
+
+def check_vmapped_call(obj: Any, receiver: str, positional: list, keywords: dict, what: str, line: int | None) -> None:
+    """Refuse, located, the calls of a batched function whose derivative is not written yet."""
+    if keywords:
+        raise NotDifferentiable(
+            f"{what} of a call of the vmapped {receiver} with keyword arguments is not supported yet",
+            line, "pass its arguments by position",
+        )
+    if any(isinstance(v, (cst.Tuple, cst.List, cst.Dict)) for v in positional):
+        raise NotDifferentiable(
+            f"{what} of a call of the vmapped {receiver} with a tuple, list or dict argument is not supported yet",
+            line, "pass arrays",
+        )
+    if is_vmapped(obj):
+        if len(positional) != len(obj._params):
+            raise NotDifferentiable(f"{receiver} takes {len(obj._params)} arguments, got {len(positional)}", line)
+        try:
+            obj._level_axes(what)
+        except TypeError as err:
+            raise NotDifferentiable(str(err), line) from None
+
+
+_TRANSFORMATIONS = ("grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap", "jit")
+
+
+def transformation_refusal(obj: Any, text: str, what: str) -> tuple[str, str] | None:
+    """(message, hint) for a call of a srctrans transformation, or of a function it made, that
+    ``what`` (grad, jvp) cannot differentiate through yet; None for anything else."""
+    from .. import api
+
+    if getattr(obj, "__module__", "") == api.__name__ and getattr(obj, "__name__", "") in _TRANSFORMATIONS:
+        name = obj.__name__
+        if name == "jvp" and what == "grad":
+            hint = "differentiate the other way round: srctrans.jvp(srctrans.grad(f), (x,), (v,)) gives H @ v"
+        else:
+            hint = f"call srctrans.{name} outside the function, or transform the function it is given directly"
+        return f"{what} through a call of srctrans.{name} inside the function is not supported yet", hint
+    if isinstance(obj, api.Grad):
+        return (
+            f"{what} through a call of {text}, a srctrans.grad, is not supported yet",
+            "differentiate the function it wraps: srctrans.hessian(f), or srctrans.jvp(srctrans.grad(f), ...)",
+        )
+    return None
 
 
 def _label(obj: Any, fallback: str) -> str:

@@ -190,13 +190,14 @@ class VMapped:
         return _prefix(spec, tuple(args), "the arguments", "in_axes")
 
     def __call__(self, *args, **kwargs):
-        plan = self._plans.get(_plain_key(args)) if not kwargs else None
+        if kwargs:  # as in JAX: keyword arguments are batched along axis 0, in_axes covers the positional ones
+            ordered = self._in_order(args, kwargs)
+            return self._with_keywords(len(args), tuple(kwargs))(*ordered)
+        plan = self._plans.get(_plain_key(args))
         if plan is not None:
             out = self._call_planned(plan, args)
             if out is not _MISMATCH:
                 return out
-        if kwargs:
-            raise TypeError(f"vmap of {self.__qualname__}: pass arguments by position (got {', '.join(kwargs)} by keyword)")
         if len(args) != len(self._params):
             raise TypeError(f"{self.__qualname__} takes {len(self._params)} arguments, got {len(args)}")
         levels = self._chain()
@@ -265,6 +266,108 @@ class VMapped:
         if planned and specs[-1].returns is None:  # the same shapes again: skip the checks above
             self._plans[_plain_key(args)] = _Plan(moves, checks, [lv.axis_size for lv in levels], specs[0], record)
         return out
+
+    # --- keyword arguments ------------------------------------------------------------------
+
+    def _in_order(self, args: tuple, kwargs: dict) -> tuple:
+        """The positional and keyword arguments of a call as one tuple in parameter order."""
+        if len(args) > len(self._params):
+            raise TypeError(f"{self.__qualname__} takes {len(self._params)} arguments, got {len(args)}")
+        for name in kwargs:
+            if name not in self._params:
+                raise TypeError(f"{self.__qualname__} got an unexpected keyword argument {name!r}")
+            if self._params.index(name) < len(args):
+                raise TypeError(f"{self.__qualname__} got multiple values for argument {name!r}")
+        missing = [n for n in self._params[len(args):] if n not in kwargs]
+        if missing:
+            raise TypeError(f"{self.__qualname__} is missing the argument {missing[0]!r}")
+        return (*args, *(kwargs[n] for n in self._params[len(args):]))
+
+    def _with_keywords(self, npos: int, names: tuple[str, ...]) -> VMapped:
+        """This function batched for calls with ``npos`` positional arguments and the rest by keyword:
+        the same levels, each with ``in_axes`` spelled out per parameter and 0 for the keyword ones."""
+        key = (npos, frozenset(names))
+        twins = self.__dict__.setdefault("_keyword_twins", {})
+        if key not in twins:
+            spec = self.in_axes
+            if isinstance(spec, tuple):
+                if len(spec) != npos:
+                    raise ValueError(
+                        f"vmap in_axes has {len(spec)} entries but {self.__qualname__} is called with {npos} "
+                        f"positional arguments (in_axes covers the positional arguments; keyword arguments are "
+                        f"batched along axis 0)"
+                    )
+            elif isinstance(spec, dict):
+                raise ValueError("vmap in_axes must be an int, None or a tuple with one entry per argument, not a dict")
+            else:
+                spec = (spec,) * npos
+            spec = spec + (0,) * (len(self._params) - npos)
+            fn = self._inner._with_keywords(npos, names) if self._inner is not None else self._fn
+            twin = VMapped(fn, spec, self.out_axes, self.axis_size, self.axis_name, self.method, self._jit)
+            twins[key] = twin
+        return twins[key]
+
+    # --- derivatives of a call (reverse and forward mode meet a vmapped function) -----------
+
+    def _level_axes(self, what: str) -> tuple:
+        """``in_axes`` as one int or None per parameter; what derivatives of a call support."""
+        if self._inner is not None:
+            raise TypeError(f"{what} of a call of a nested vmap ({self.__qualname__}) is not supported yet")
+        spec = self.in_axes if isinstance(self.in_axes, tuple) else (self.in_axes,) * len(self._params)
+        if len(spec) != len(self._params) or not all(s is None or isinstance(s, (int, np.integer)) for s in spec):
+            raise TypeError(
+                f"{what} of a call of the vmapped {self.__qualname__} needs in_axes given as one int or None per "
+                f"argument, got {self.in_axes!r}"
+            )
+        return spec
+
+    def _derived(self, kind: str, argnums: tuple[int, ...]) -> VMapped:
+        """The vmap of the base function's vjp or tangent function with respect to ``argnums``, made once."""
+        from ..nesting import tangent_function, vjp_function
+
+        made = self.__dict__.setdefault("_derivatives", {})
+        key = (kind, argnums)
+        if key not in made:
+            axes = self._level_axes("grad" if kind == "vjp" else "jvp")
+            names = tuple(self._params[k] for k in argnums)
+            if kind == "vjp":
+                fn = vjp_function(self._base, len(self._params), wrt=names)
+                in_axes = (*axes, self.out_axes)  # the cotangent has the batch axis where the output has it
+                out_axes = tuple(0 if axes[k] is None else axes[k] for k in argnums)
+            else:
+                fn = tangent_function(self._base, len(self._params), wrt=names)
+                in_axes = (*axes, *(axes[k] for k in argnums))  # a tangent is batched as its primal is
+                out_axes = (self.out_axes, self.out_axes)
+            made[key] = VMapped(
+                fn, in_axes, out_axes if len(out_axes) > 1 else out_axes[0], self.axis_size, self.axis_name,
+                self.method, self._jit,
+            )
+        return made[key]
+
+    def vjp(self, primals: tuple, cotangent: Any, argnums: tuple[int, ...]) -> tuple:
+        """The cotangents of ``primals[k]`` for each ``k`` in ``argnums``, given the cotangent of the
+        batched output: the vmap of the function's vjp. An argument that is not batched
+        (``in_axes`` None) was shared by every example, so its cotangent is the sum over the batch.
+
+        This is what the adjoint of a function calling this one runs (see :mod:`srctrans.ad.reverse`).
+        """
+        argnums = tuple(argnums)
+        axes = self._level_axes("grad")
+        bars = self._derived("vjp", argnums)(*primals, cotangent)
+        bars = bars if len(argnums) > 1 else (bars,)
+        return tuple(np.sum(b, axis=0) if axes[k] is None else b for k, b in zip(argnums, bars))
+
+    def jvp(self, primals: tuple, tangents: tuple) -> tuple:
+        """``(out, out_dot)``: the batched output and its tangent, ``tangents[k]`` None for an
+        argument held constant: the vmap of the function's tangent function.
+
+        This is what the tangent file of a function calling this one runs (see :mod:`srctrans.ad.forward`).
+        """
+        argnums = tuple(k for k, t in enumerate(tangents) if t is not None)
+        if not argnums:
+            out = self(*primals)
+            return out, np.zeros_like(out)
+        return self._derived("jvp", argnums)(*primals, *(tangents[k] for k in argnums))
 
     def _run(self, spec, arrays: list) -> Any:
         from .. import runtime as rt

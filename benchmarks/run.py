@@ -21,7 +21,7 @@ sys.path.insert(0, HERE)  # harness, cases
 sys.path.insert(1, os.path.dirname(HERE))  # srctrans and numba_backend from this checkout
 
 import harness  # noqa: E402
-from cases import elementwise, forward, gradients, latency, random_numbers, vmap  # noqa: E402
+from cases import dask_overhead, elementwise, forward, gradients, latency, pmap, random_numbers, vmap  # noqa: E402
 
 CASES = {
     elementwise.NAME: elementwise,
@@ -30,6 +30,8 @@ CASES = {
     forward.NAME: forward,
     vmap.NAME: vmap,
     random_numbers.NAME: random_numbers,
+    pmap.NAME: pmap,
+    dask_overhead.NAME: dask_overhead,
 }
 
 

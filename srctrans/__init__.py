@@ -7,6 +7,7 @@ pdb keep working.
 
 __version__ = "0.1.0"
 
+from . import distributed, sharding  # noqa: E402
 from .ad.custom import custom_vjp, stop_gradient  # noqa: E402
 from .ad.custom_jvp import custom_jvp  # noqa: E402
 from .api import grad, hessian, jacfwd, jacrev, jit, jvp, linearize, source, source_path, value_and_grad, vjp  # noqa: E402
@@ -21,19 +22,30 @@ from .errors import (  # noqa: E402
     UnresolvedNameError,
     UnsupportedSyntaxError,
 )
-from .parallel import pmean, psum  # noqa: E402
+from .parallel import all_gather, axis_index, devices, pmap, pmax, pmean, pmin, psum  # noqa: E402
+from .sharding import AxisType, Mesh, NamedSharding, PartitionSpec, device_put, get_abstract_mesh, make_mesh, set_mesh  # noqa: E402
 
 __all__ = [
+    "AxisType",
     "CompileError",
+    "Mesh",
+    "NamedSharding",
     "NoDerivativeError",
+    "PartitionSpec",
     "SourceUnavailableError",
     "SrcTransError",
     "UnresolvedNameError",
     "UnsupportedSyntaxError",
+    "all_gather",
+    "axis_index",
     "check_grads",
     "config",
     "custom_jvp",
     "custom_vjp",
+    "device_put",
+    "devices",
+    "distributed",
+    "get_abstract_mesh",
     "grad",
     "hessian",
     "jacfwd",
@@ -41,8 +53,14 @@ __all__ = [
     "jit",
     "jvp",
     "linearize",
+    "make_mesh",
+    "pmap",
+    "pmax",
     "pmean",
+    "pmin",
     "psum",
+    "set_mesh",
+    "sharding",
     "source",
     "source_path",
     "stop_gradient",

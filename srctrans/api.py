@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from . import sharding as _sharding
 from .cache import file_lock, load_module, origin_map
 from .capture import unwrap
 from .config import config
@@ -359,6 +360,8 @@ class Jitted:
         )
 
     def __call__(self, *args, **kwargs):
+        if _sharding.live and _sharding.has_sharded(args, kwargs):  # sharded arrays: run per shard
+            return _sharding.call(self, args, kwargs)
         fast = self._fast
         if fast is not None and not kwargs and len(args) == self._fast_arity and not config.disable_jit and not _any_tree(args, self._wrt):
             try:
@@ -497,6 +500,28 @@ class Grad(Jitted):
         self._grad_args = dict(argnums=argnums, has_aux=has_aux, allow_int=allow_int, with_value=with_value)
         self._fast_wrt: tuple[bool, ...] | None = None  # for each parameter: differentiated?
 
+    @property
+    def __srctrans_function__(self):
+        """What a function that calls this grad is transformed with (jit, grad, jvp, vmap): the
+        adjoint file returning the gradient alone, never the function differentiated. Absent
+        (``AttributeError``) where no such file returns what this grad returns yet:
+        value_and_grad, has_aux, static arguments, ``argnums=(k,)`` (a tuple of one gradient)."""
+        found = self.__dict__.get("_adjoint")
+        if found is None:
+            from .nesting import adjoint_function
+
+            if not self._single and len(self._wrt) == 1:
+                raise AttributeError("a grad with argnums=(k,) returns a tuple of one gradient")
+            try:
+                found = self.__dict__["_adjoint"] = adjoint_function(self)
+            except TypeError as err:
+                raise AttributeError(str(err)) from None
+        return found
+
+    @__srctrans_function__.setter
+    def __srctrans_function__(self, value) -> None:
+        pass  # Jitted.__init__ records the function differentiated; a caller reaches the adjoint file instead
+
     def _prepare(self, args, kwargs, bound_args=None):
         spec, call_args = super()._prepare(args, kwargs, bound_args)
         self._check_inputs(spec, call_args)
@@ -539,6 +564,8 @@ class Grad(Jitted):
             )
 
     def __call__(self, *args, **kwargs):
+        if _sharding.live and _sharding.has_sharded(args, kwargs):  # sharded arrays: run per shard
+            return _sharding.call(self, args, kwargs)
         fast = self._fast
         if fast is not None and not kwargs and len(args) == self._fast_arity and not config.disable_jit and self._plain(args):
             try:  # compiled, and called before: straight to the dispatcher

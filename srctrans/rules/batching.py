@@ -592,29 +592,63 @@ def _dot_grad(other: int) -> BatchRule:
     return BatchRule("custom", infer, emit)
 
 
-# --- collectives over a named axis (srctrans.psum, srctrans.pmean) ----------------------------
+# --- collectives over a named axis (srctrans.psum, pmean, pmax, pmin, all_gather, axis_index) ---
+
+
+def _mine(site: Site, position: int = 1) -> bool:
+    """Whether a collective's axis name (argument ``position``) is this vmap's."""
+    name = site.args[position] if len(site.args) > position else site.kwargs.get("axis_name")
+    if name is None or not name.constant or name.batched:
+        raise Unbatchable("a collective whose axis name is not a constant")
+    return site.axis_name is not None and name.value == site.axis_name
 
 
 def _collective(reduce: str, unbatched: str) -> BatchRule:
     """``psum(x, name)``: over this batch when ``name`` is its axis name, else passed through (an outer vmap's)."""
 
-    def mine(site: Site) -> bool:
-        name = site.args[1] if len(site.args) > 1 else site.kwargs.get("axis_name")
-        if name is None or not name.constant or name.batched:
-            raise Unbatchable("a collective whose axis name is not a constant")
-        return site.axis_name is not None and name.value == site.axis_name
-
     def infer(site: Site) -> Info:
         x = site.args[0]
-        return Info(False, x.rank) if mine(site) else Info(x.batched, x.rank)
+        return Info(False, x.rank) if _mine(site) else Info(x.batched, x.rank)
 
     def emit(site: Site) -> str:
         x = site.args[0]
-        if not mine(site):
+        if not _mine(site):
             return site.write()
         if x.batched:
             return f"{site.np}.{reduce}({x.text}, axis=0)"
-        return unbatched.format(x=x.text, n=site.batch_size())
+        return unbatched.format(x=x.text, n=site.batch_size(), np=site.np)
+
+    return BatchRule("collective", infer, emit)
+
+
+def _all_gather() -> BatchRule:
+    """``all_gather(x, name)``: every example's ``x``, stacked on axis 0 (the batch itself)."""
+
+    def infer(site: Site) -> Info:
+        x = site.args[0]
+        if not _mine(site):
+            return Info(x.batched, x.rank)
+        return Info(False, None if x.rank is None else x.rank + 1)
+
+    def emit(site: Site) -> str:
+        x = site.args[0]
+        if not _mine(site):
+            return site.write()
+        if x.batched:
+            return x.text
+        return f"rt.batch_of({x.text}, {site.batch_size()})"
+
+    return BatchRule("collective", infer, emit)
+
+
+def _axis_index() -> BatchRule:
+    """``axis_index(name)``: each example's index in the batch, ``0 .. n - 1``."""
+
+    def infer(site: Site) -> Info:
+        return Info(True, 0) if _mine(site, 0) else Info(False, 0)
+
+    def emit(site: Site) -> str:
+        return f"{site.np}.arange({site.batch_size()})" if _mine(site, 0) else site.write()
 
     return BatchRule("collective", infer, emit)
 
@@ -775,4 +809,8 @@ BATCHING: dict[str, BatchRule] = {
     # --- collectives -----------------------------------------------------------------------
     "srctrans.parallel.collectives.psum": _collective("sum", "{x} * {n}"),
     "srctrans.parallel.collectives.pmean": _collective("mean", "{x} * 1.0"),
+    "srctrans.parallel.collectives.pmax": _collective("max", "{x} * 1"),
+    "srctrans.parallel.collectives.pmin": _collective("min", "{x} * 1"),
+    "srctrans.parallel.collectives.all_gather": _all_gather(),
+    "srctrans.parallel.collectives.axis_index": _axis_index(),
 }

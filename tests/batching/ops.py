@@ -393,6 +393,22 @@ def pmean_other_axis(x):
     return srctrans.pmean(x, "elsewhere") * 1.0
 
 
+def pmax_other_axis(x):
+    return srctrans.pmax(x, "elsewhere") * 1.0
+
+
+def pmin_other_axis(x):
+    return srctrans.pmin(x, "elsewhere") * 1.0
+
+
+def all_gather_other_axis(x):
+    return srctrans.all_gather(x, "elsewhere") * 1.0
+
+
+def axis_index_other_axis(x):
+    return x * srctrans.axis_index("elsewhere")
+
+
 ints = lambda r: int(r.integers(0, 3))  # noqa: E731
 counts = lambda r: float(r.integers(1, 4))  # noqa: E731
 
@@ -539,4 +555,8 @@ SPECS += [
 PASS_THROUGH = [
     ("srctrans.parallel.collectives.psum", psum_other_axis),
     ("srctrans.parallel.collectives.pmean", pmean_other_axis),
+    ("srctrans.parallel.collectives.pmax", pmax_other_axis),
+    ("srctrans.parallel.collectives.pmin", pmin_other_axis),
+    ("srctrans.parallel.collectives.all_gather", all_gather_other_axis),
+    ("srctrans.parallel.collectives.axis_index", axis_index_other_axis),
 ]

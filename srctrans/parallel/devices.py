@@ -1,0 +1,120 @@
+"""Devices that ``pmap`` and sharding spread work over, one API for every backend.
+
+A :class:`Device` names one place where a shard of the work runs:
+
+- ``"cpu"``: a *logical* CPU device. ``SRCTRANS_CPU_DEVICES=8`` makes
+  :func:`devices` list eight of them (default one), like JAX's forced host device
+  count; they share the machine's cores (a mesh of 8 runs on 2 cores), each running
+  its shard on a thread of Numba's ``prange`` pool.
+- ``"cuda"``: a GPU (or the simulator's one), listed by :mod:`numba_backend.cuda`.
+- ``"dask"``: a worker of the connected Dask client, listed by
+  :mod:`numba_backend.dask_runner`.
+
+The count is read from the environment at each call of :func:`devices`, so a test
+can set it with ``monkeypatch.setenv("SRCTRANS_CPU_DEVICES", "8")``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+BACKENDS = ("cpu", "cuda", "dask")
+
+# The module that implements each backend other than the CPU's, imported when first asked for,
+# so those files can be added (and their dependencies installed) independently. Each provides
+# ``devices() -> list[Device]`` and ``make_runner(devices) -> Runner`` (see runner.py).
+BACKEND_MODULES = {"cuda": "numba_backend.cuda", "dask": "numba_backend.dask_runner"}
+
+CPU_DEVICES_ENV = "SRCTRANS_CPU_DEVICES"
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device: its ``kind`` (``"cpu"``, ``"cuda"``, ``"dask"``) and ``index`` among its kind.
+
+    ``name`` says more where there is more to say (a GPU's model, a Dask worker's address);
+    ``handle`` is whatever the backend needs to reach it (a worker address, a CUDA device
+    id); neither takes part in equality, so devices compare and hash by (kind, index).
+    """
+
+    kind: str
+    index: int
+    name: str = field(default="", compare=False)
+    handle: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def id(self) -> int:
+        return self.index
+
+    def __repr__(self) -> str:
+        extra = f", name={self.name!r}" if self.name else ""
+        return f"Device({self.kind!r}, {self.index}{extra})"
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.index}"
+
+
+class BackendUnavailableError(RuntimeError):
+    """A backend was asked for that cannot run here (module missing, no GPU, no scheduler)."""
+
+
+def cpu_device_count() -> int:
+    """How many logical CPU devices there are: ``SRCTRANS_CPU_DEVICES`` (default 1)."""
+    text = os.environ.get(CPU_DEVICES_ENV, "").strip()
+    if not text:
+        return 1
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"{CPU_DEVICES_ENV}={text!r}: give a positive whole number of logical CPU devices")
+    return count
+
+
+def check_backend(backend: str | None) -> str:
+    """``backend`` or the default (``"cpu"``); a ValueError naming the choices for any other."""
+    if backend is None:
+        return "cpu"
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))} (or None for 'cpu'); got {backend!r}")
+    return backend
+
+
+def backend_module(backend: str):
+    """The module implementing ``backend`` (not "cpu"), imported now; a clear error when it is missing."""
+    name = BACKEND_MODULES[backend]
+    try:
+        return importlib.import_module(name)
+    except ImportError as err:
+        missing = getattr(err, "name", None)
+        if missing == name:
+            why = f"{name} is not part of this installation"
+        else:
+            why = f"importing {name} failed: {err}"
+        extra = "pip install 'srctrans[cuda]'" if backend == "cuda" else "pip install 'srctrans[dask]'"
+        raise BackendUnavailableError(f"backend={backend!r} is not available: {why} (try {extra})") from err
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    """The devices of ``backend`` (default ``"cpu"``), like ``jax.devices()``.
+
+    >>> import srctrans
+    >>> srctrans.devices()   # with SRCTRANS_CPU_DEVICES unset
+    [Device('cpu', 0)]
+    """
+    backend = check_backend(backend)
+    if backend == "cpu":
+        return [Device("cpu", i) for i in range(cpu_device_count())]
+    module = backend_module(backend)
+    lister = getattr(module, "devices", None) or getattr(module, "list_devices", None)
+    if lister is None:
+        raise BackendUnavailableError(f"backend={backend!r}: {module.__name__} does not define devices()")
+    return list(lister())
+
+
+def device_count(backend: str | None = None) -> int:
+    return len(devices(backend))

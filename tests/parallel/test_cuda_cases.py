@@ -1,0 +1,251 @@
+"""pmap(backend="cuda"): generated kernels give vmap's numbers (on the simulator, or a real GPU).
+
+These tests need a CUDA target in *this* process: Numba's simulator
+(``NUMBA_ENABLE_CUDASIM=1`` set before ``numba.cuda`` is imported) or a GPU. Without
+either they skip; ``tests/parallel/test_cuda.py`` runs this file again in a subprocess
+under the simulator, and ``benchmarks/gpu_check.sh`` runs it on a real GPU. Every kernel
+these tests write is compiled to PTX by ``test_cuda.py`` as well.
+
+The oracle is vmap of the same function (itself tested against stacked per-example
+calls); the runner is also tested directly with :class:`Stage` objects.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import textwrap
+
+import numpy as np
+import pytest
+
+import srctrans
+from srctrans.errors import SrcTransError
+from srctrans.parallel.devices import Device
+from srctrans.parallel.runner import PythonRunner, Stage
+
+from . import pmap_functions as fns
+
+cuda = pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip install 'srctrans[cuda]')")
+if not cuda.is_available():
+    pytest.skip(
+        "no CUDA target in this process: test_cuda.py runs these under NUMBA_ENABLE_CUDASIM=1 in a subprocess",
+        allow_module_level=True,
+    )
+
+from numba_backend import cuda as backend  # noqa: E402 - only with a CUDA target
+
+SIMULATED = backend.SIMULATED
+RNG = np.random.default_rng(3)
+N = 8  # examples (the simulator runs one Python thread per CUDA thread: keep it small)
+RTOL = 1e-12 if SIMULATED else 1e-9  # libdevice's exp/log/tanh may differ from the C library's in the last bits
+
+
+def _close(a, b):
+    la, ta = srctrans.tree.tree_flatten(a)
+    lb, tb = srctrans.tree.tree_flatten(b)
+    assert ta == tb
+    for u, v in zip(la, lb):
+        np.testing.assert_allclose(u, v, rtol=RTOL, atol=1e-12)
+
+
+def _stage(tmp_path, text: str, name: str, batched, outputs: int) -> Stage:
+    """A per-example function in a file of its own, as a Stage."""
+    path = tmp_path / f"stages_{name}.py"
+    path.write_text(textwrap.dedent(text))
+    spec = importlib.util.spec_from_file_location(f"stages_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Stage(name, path, getattr(module, name), batched, outputs)
+
+
+@pytest.fixture
+def run():
+    devs = srctrans.devices("cuda")
+    assert devs and all(d.kind == "cuda" for d in devs)
+    return backend.make_runner(devs)
+
+
+# --- the runner, with stages built here ---------------------------------------------------------
+
+SCALAR = """
+import math
+
+def affine(a, b, c):
+    d = a * b + math.sin(a)
+    if d > 0.5:
+        e = d - c
+    else:
+        e = -d * c
+    for k in range(3):
+        e = e * 0.5 + k
+    return e, a - b
+"""
+
+LOGREG = """
+import numpy as np
+
+def per_example_grad(w, x, y):
+    z = np.dot(w, x)
+    p = 1.0 / (1.0 + np.exp(-z))
+    g = (p - y) * x
+    return g, np.log(p)
+"""
+
+
+def test_scalar_stage_matches_the_reference_runner(tmp_path, run):
+    stage = _stage(tmp_path, SCALAR, "affine", (True, True, False), 2)
+    a, b = RNG.normal(size=N), RNG.normal(size=N)
+    got = run.map(stage, (run.put(a), run.put(b), 0.25), (True, True, False))
+    ref = PythonRunner([Device("cpu", 0)])
+    want = ref.map(stage, (ref.put(a), ref.put(b), 0.25), (True, True, False))
+    assert len(got) == 2
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(run.get(g), ref.get(w), rtol=RTOL)
+    record = run.trace()[-1]
+    assert record["stage"] == "affine" and record["rows"] == (0, N) and record["device"].kind == "cuda"
+    assert record["grid"][0] * record["grid"][1] >= N  # one thread per example
+
+
+def test_logistic_regression_per_example_gradients(tmp_path, run):
+    stage = _stage(tmp_path, LOGREG, "per_example_grad", (False, True, True), 2)
+    w, x, y = RNG.normal(size=3), RNG.normal(size=(N, 3)), (RNG.random(N) > 0.5) * 1.0
+    g, logp = run.map(stage, (run.to_every_device(w), run.put(x), run.put(y)), (False, True, True))
+    p = 1.0 / (1.0 + np.exp(-(x @ w)))
+    np.testing.assert_allclose(run.get(g), (p - y)[:, None] * x, rtol=RTOL)
+    np.testing.assert_allclose(run.get(logp), np.log(p), rtol=RTOL)
+    # the reductions run on the device, over every example
+    np.testing.assert_allclose(run.reduce("sum", g), ((p - y)[:, None] * x).sum(axis=0), rtol=1e-12)
+    assert run.reduce("max", logp) == pytest.approx(np.log(p).max(), rel=RTOL)
+    assert run.reduce("min", logp) == pytest.approx(np.log(p).min(), rel=RTOL)
+    np.testing.assert_allclose(run.reduce("gather", g), run.get(g))
+    # the generated file is readable CUDA: local arrays and loops, one thread per example
+    (kernel_path,) = {r["kernel"].split(":")[0] for r in run.trace()}
+    text = (tmp_path / kernel_path).read_text()  # beside the stage's file
+    assert "cuda.local.array((3,), float64)" in text and "cuda.grid(1)" in text
+    assert "# Generated by srctrans" in text.splitlines()[0]
+
+
+def test_nan_propagates_as_in_numpy(tmp_path, run):
+    stage = _stage(tmp_path, """
+        import numpy as np
+
+        def extremes(x):
+            return np.max(x), np.min(x), np.maximum(x, 0.0), np.fmin(x, 0.0)
+    """, "extremes", (True,), 4)
+    x = RNG.normal(size=(N, 3))
+    x[1, 0] = x[2, 2] = np.nan
+    got = [run.get(o) for o in run.map(stage, (run.put(x),), (True,))]
+    want = [np.max(x, axis=1), np.min(x, axis=1), np.maximum(x, 0.0), np.fmin(x, 0.0)]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)  # NaN where NumPy has NaN (assert_array_equal matches NaNs)
+
+
+def test_put_get_round_trip_and_reduce_of_matrices(run):
+    x = RNG.normal(size=(N, 2, 3))
+    sharded = run.put(x)
+    assert sharded.n == N and sum(sharded.rows) == N
+    np.testing.assert_array_equal(run.get(sharded), x)
+    np.testing.assert_allclose(run.reduce("sum", sharded), x.sum(axis=0), rtol=1e-12)
+    np.testing.assert_array_equal(run.reduce("max", sharded), x.max(axis=0))
+    np.testing.assert_array_equal(run.reduce("min", sharded), x.min(axis=0))
+    with pytest.raises(ValueError, match="reduce kind"):
+        run.reduce("mean", sharded)
+
+
+def test_unsupported_operation_is_refused_with_its_line(tmp_path, run):
+    stage = _stage(tmp_path, """
+        import numpy as np
+
+        def sorts(x):
+            y = x * 2.0
+            z = np.sort(y)
+            return z
+    """, "sorts", (True,), 1)
+    with pytest.raises(SrcTransError) as err:
+        run.map(stage, (run.put(RNG.normal(size=(N, 4))),), (True,))
+    text = str(err.value)
+    assert "numpy.sort" in text and "cannot scalarize" in text
+    assert err.value.line == 6 and "z = np.sort(y)" in text and "^" in text
+
+
+# --- pmap end to end: the same as vmap ----------------------------------------------------------
+
+X = RNG.normal(size=(N, 3))
+W = RNG.normal(size=3)
+CASES = {
+    "normalized": (fns.normalized, (X, RNG.normal(size=(3, 2))), (0, None)),
+    "centered": (fns.centered, (X,), 0),
+    "extremes": (fns.extremes, (X,), 0),
+    "gathered": (fns.gathered, (X,), 0),
+    "ranked": (fns.ranked, (X,), 0),
+    "replicated_sum": (fns.replicated_sum, (W, X), (None, 0)),
+    "no_collective": (fns.no_collective, (X, W), (0, None)),
+    "logistic_loss": (fns.logistic_loss, (W, X, (RNG.random(N) > 0.5) * 1.0), (None, 0, 0)),
+    "spread": (fns.spread, (W, X), (None, 0)),
+    "share": (fns.share, (W, X), (None, 0)),
+}
+BY_REFERENCE = {  # vmap leaves the collective unbound here: the oracle is the reference runner's pmap
+    "tree": (fns.tree, ({"a": W, "b": 0.5}, X), (None, 0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pmap_cuda_equals_vmap(name):
+    fn, args, in_axes = CASES[name]
+    got = srctrans.pmap(fn, axis_name="i", in_axes=in_axes, backend="cuda")(*args)
+    want = srctrans.vmap(fn, axis_name="i", in_axes=in_axes)(*args)
+    _close(got, want)
+
+
+@pytest.mark.parametrize("name", sorted(BY_REFERENCE))
+def test_pmap_cuda_equals_the_reference_runner(name, monkeypatch):
+    fn, args, in_axes = BY_REFERENCE[name]
+    got = srctrans.pmap(fn, axis_name="i", in_axes=in_axes, backend="cuda")(*args)
+    monkeypatch.setattr(srctrans.config, "disable_jit", True)
+    want = srctrans.pmap(fn, axis_name="i", in_axes=in_axes, backend="cpu")(*args)
+    _close(got, want)
+
+
+def test_pmap_of_grad_gives_per_example_gradients():
+    y = (RNG.random(N) > 0.5) * 1.0
+    g = srctrans.pmap(srctrans.grad(fns.logistic_loss), in_axes=(None, 0, 0), backend="cuda")
+    _close(g(W, X, y), srctrans.vmap(srctrans.grad(fns.logistic_loss), in_axes=(None, 0, 0))(W, X, y))
+    assert all(r["device"].kind == "cuda" for r in g.trace())
+
+
+def test_pmap_of_grad_through_a_collective(monkeypatch):
+    """The oracle: the same pmap run by the reference runner (vmap of this grad leaves pmean unbound)."""
+    g = srctrans.pmap(srctrans.grad(fns.spread), axis_name="i", in_axes=(None, 0), backend="cuda")
+    got = g(W, X)
+    monkeypatch.setattr(srctrans.config, "disable_jit", True)
+    want = srctrans.pmap(srctrans.grad(fns.spread), axis_name="i", in_axes=(None, 0), backend="cpu")(W, X)
+    _close(got, want)
+
+
+def test_corpus_sample_is_equal_or_refused_never_wrong():
+    """A spread of the corpus (loops, branches, reductions, products, indexing): each function's
+    kernel gives vmap's numbers, or it is refused with a located SrcTransError."""
+    from tests.functions.corpus import CORPUS
+
+    equal, refused = [], []
+    stride = int(os.environ.get("SRCTRANS_CUDA_CORPUS_STRIDE", "5" if SIMULATED else "2"))  # 1: all of it
+    for i in range(0, len(CORPUS), stride):
+        fn, makers = CORPUS[i]
+        r = np.random.default_rng(i)
+        args = [np.stack([m(r) for _ in range(2)]) for m in makers]
+        want = srctrans.vmap(fn)(*args)
+        try:
+            got = srctrans.pmap(fn, backend="cuda")(*args)
+        except SrcTransError as err:
+            assert err.filename and err.line, str(err)
+            refused.append(fn.__name__)
+            continue
+        _close(got, want)
+        equal.append(fn.__name__)
+    assert len(equal) >= 4 * max(1, len(refused)), (equal, refused)
+    print(f"corpus on cuda: {len(equal)} equal to vmap, {len(refused)} refused: {refused}")
+
+
+def test_simulator_flag_matches_the_environment():
+    assert SIMULATED == (os.environ.get("NUMBA_ENABLE_CUDASIM") == "1")

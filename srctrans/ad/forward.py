@@ -25,9 +25,11 @@ import libcst as cst
 
 from ..analysis.activity import analyze, names_in, targets_of
 from ..analysis.names import NameGen, scan
+from ..analysis.shapes import same_shapes
 from ..cache import ORIGIN_RE
 from ..rules.derivatives import DERIVATIVES, LINEAR, MULTILINEAR, OPERATORS, SHAPE_ONLY, Rule
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
+from ..rules.shapes import NUMBER_RESULTS
 from .reverse import (
     _LOCAL,
     NoRuleError,
@@ -99,6 +101,27 @@ class Forward:
         self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
         self.dot_names: dict[str, str] = {}
         self.lines: list[str] = []
+        self.shapes: dict[int, dict[str, str | None]] = {}  # see analysis.shapes.same_shapes
+        self.same_shape: dict[str, str | None] = {}  # of the statement being written
+
+    def _kind(self, value: cst.BaseExpression):
+        """For the shape analysis: (the kind of ``value``'s operation, its arguments), or None."""
+        try:
+            op = self.op_of(value)
+        except (NoRuleError, NotDifferentiable):
+            return None
+        if op is None or op.rule is None:
+            return None
+        if op.rule.kind == "elementwise":
+            return "elementwise", op.args
+        keep = NUMBER_RESULTS.get(op.key)
+        defaults = {p.name: p.default for p in op.rule.params}
+        if keep is not None and all(code(op.args[p]) == defaults.get(p) if p in op.args else True for p in keep):
+            return "number", op.args
+        return "other", op.args
+
+    def _counts(self, loop: cst.For) -> bool:
+        return isinstance(loop.iter, cst.Call) and self.resolve(loop.iter.func) is range
 
     # --- classifying right-hand sides ---------------------------------------------------
 
@@ -393,6 +416,7 @@ class Forward:
 
     def _assign(self, small: cst.Assign, target: str, primal: str, depth: int) -> None:
         op = self.op_of(small.value)
+        self.same_shape = self.shapes.get(id(small), {})
         dot = self.dot(target)
         if op is not None and op.key == "callee":
             self._emit_callee(op, target, primal, depth)
@@ -501,6 +525,8 @@ class Forward:
             others = {code(e) for p, e in op.args.items() if p != param and isinstance(e, cst.Name)}
             if "{ans}" in op.rule.templates[param] or others & names_in(cst.parse_expression(partial)):
                 covers = True
+            if param in self.same_shape and self.same_shape[param] is None:
+                covers = True  # this operand has the result's shape (analysis.shapes)
         text = _sum(terms)
         constant_names = [e for p, e in op.args.items() if p not in varying and isinstance(e, cst.Name)]
         if constant_names and not covers:  # a constant operand may broadcast the result up
@@ -563,6 +589,11 @@ class Forward:
             if p in self.useful and (p in self.mutated or (p in self.aliased and self.aliased & self.mutated)):
                 self.emit(f"{self.dot(p)} = {self.np_name}.copy({self.dot(p)})", 1)
         self.ret = None
+        self.analyzing = True  # looking at the operations only
+        try:
+            self.shapes = same_shapes(self.body, self._kind, self._counts)
+        finally:
+            self.analyzing = False
         self.block(self.body, 1)
         out = code(value) if value is not None else "None"
         if isinstance(value, cst.Tuple):

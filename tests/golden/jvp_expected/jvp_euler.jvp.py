@@ -1,5 +1,4 @@
 import numpy as np
-import srctrans.runtime as rt
 
 
 def f_jvp(k, y0, k_dot, y0_dot):
@@ -16,7 +15,7 @@ def f_jvp(k, y0, k_dot, y0_dot):
         t3 = 0.1 * i
         t4 = np.sin(t3)
         t5 = t2 + t4
-        t5_dot = t2_dot + rt.zeros_like(t5)
+        t5_dot = t2_dot
         t6 = 0.01 * t5
         t6_dot = 0.01 * t5_dot
         y = y + t6

@@ -114,3 +114,41 @@ def _batch_flatten(x):
             size *= d
         return np.ascontiguousarray(x).reshape((x.shape[0], size))
     return impl
+
+
+def _unbroadcast_overloads():
+    """``rt.batch_unbroadcast`` and ``rt.batch_unbroadcast_to``: ``rt.unbroadcast`` per example."""
+    from .runtime_overloads import _grad_dtype
+
+    @overload(rt.batch_unbroadcast)
+    def _batch_unbroadcast(g, x):
+        if not (isinstance(g, types.Array) and isinstance(x, types.Array)):
+            return None
+        dt = _grad_dtype(x)
+
+        def impl(g, x):
+            n = g.shape[0]
+            out = np.empty((n,) + x.shape[1:], dt)
+            for i in range(n):
+                out[i] = rt.unbroadcast(g[i], x[i])
+            return out
+
+        return impl
+
+    @overload(rt.batch_unbroadcast_to)
+    def _batch_unbroadcast_to(g, x):
+        if not (isinstance(g, types.Array) and isinstance(x, types.Array)):
+            return None
+        dt = _grad_dtype(x)
+
+        def impl(g, x):
+            n = g.shape[0]
+            out = np.empty((n,) + x.shape, dt)
+            for i in range(n):
+                out[i] = rt.unbroadcast(g[i], x)
+            return out
+
+        return impl
+
+
+_unbroadcast_overloads()

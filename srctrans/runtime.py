@@ -711,6 +711,29 @@ def batch_alloc(v, n):
     return out
 
 
+def batch_unbroadcast(g, x):
+    """``unbroadcast(g[i], x[i])`` for every example ``i``: both batched along axis 0."""
+    return _batch_unbroadcast(np.asarray(g), np.shape(x)[1:], _grad_dtype(np.asarray(x)))
+
+
+def batch_unbroadcast_to(g, x):
+    """``unbroadcast(g[i], x)`` for every example ``i``: ``g`` batched along axis 0, ``x`` one
+    example's operand, the same for all."""
+    return _batch_unbroadcast(np.asarray(g), np.shape(x), _grad_dtype(np.asarray(x)))
+
+
+def _batch_unbroadcast(g, shape, dtype):
+    n, example = g.shape[0], g.shape[1:]
+    if len(example) < len(shape):
+        g = g.reshape((n,) + (1,) * (len(shape) - len(example)) + example)
+    elif len(example) > len(shape):
+        g = np.sum(g, axis=tuple(range(1, 1 + len(example) - len(shape))))
+    axes = tuple(1 + i for i, size in enumerate(shape) if size == 1 and g.shape[1 + i] != 1)
+    if axes:
+        g = np.sum(g, axis=axes, keepdims=True)
+    return np.array(np.broadcast_to(g, (n,) + tuple(shape)), dtype=dtype, order="C")
+
+
 def prange(*args):
     """``range``; a loop over it runs in parallel when Numba compiles the file with ``parallel=True``."""
     return range(*args)

@@ -528,13 +528,17 @@ def _grad_seed_infer(site: Site) -> Info:
 
 def _unbroadcast_infer(site: Site) -> Info:
     g, x = site.args
-    if x.rank != 0 or g.rank is None:
-        raise Unbatchable("rt.unbroadcast to an array (which axes it sums depends on sizes)")
-    return Info(g.batched, 0)
+    if x.rank is None or g.rank is None:
+        raise Unbatchable("rt.unbroadcast of a value whose number of axes is not known")
+    return Info(g.batched, x.rank)
 
 
 def _unbroadcast_emit(site: Site) -> str:
-    g = site.args[0]
+    g, x = site.args
+    if x.rank != 0:  # to an array: the sizes of one example decide which axes it sums
+        if not g.batched:  # the same for every example, shaped like one example of x
+            return site.write() if not x.batched else f"rt.unbroadcast({g.text}, rt.batch_example({x.text}))"
+        return f"rt.{'batch_unbroadcast' if x.batched else 'batch_unbroadcast_to'}({g.text}, {x.text})"
     if not g.batched:  # the same for every example; x only says "a scalar"
         return site.write([g.text, "0.0"])
     if g.rank == 0:  # one number per example: g itself (adjoint files never write into their adjoints in place)

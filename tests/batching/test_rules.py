@@ -41,3 +41,15 @@ def test_rule_matches_stacked_examples(i):
     batched = tuple(None if b is False else 0 for b in (batchable or [True] * len(makers)))
     check(fn, makers, batched, 2, seed=7 * i, method="vectorize", out_axes=-1)
     check(fn, makers, batched, 2, seed=7 * i, method="loop", out_axes=-1)
+
+
+UNBROADCAST_TO_ARRAYS = [i for i, (key, _, makers, _) in enumerate(SPECS) if key == "srctrans.runtime.unbroadcast" and len(makers) == 2]
+
+
+@pytest.mark.parametrize("i", UNBROADCAST_TO_ARRAYS)
+def test_unbroadcast_to_arrays_compiled(i):
+    """rt.batch_unbroadcast and rt.batch_unbroadcast_to have Numba overloads of their own."""
+    key, fn, makers, batchable = SPECS[i]
+    for in_axes in axes_choices(makers, batchable, seed=i):
+        if any(a is not None for a in in_axes):
+            check(fn, makers, in_axes, 3, seed=11 * i, method="vectorize", compiled=True)

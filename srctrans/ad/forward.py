@@ -25,11 +25,10 @@ import libcst as cst
 
 from ..analysis.activity import analyze, names_in, targets_of
 from ..analysis.names import NameGen, scan
-from ..analysis.shapes import same_shapes
+from ..analysis.shapes import operation_kind, same_shapes
 from ..cache import ORIGIN_RE
 from ..rules.derivatives import DERIVATIVES, LINEAR, MULTILINEAR, OPERATORS, SHAPE_ONLY, Rule
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
-from ..rules.shapes import NUMBER_RESULTS
 from .reverse import (
     _LOCAL,
     NoRuleError,
@@ -112,13 +111,7 @@ class Forward:
             return None
         if op is None or op.rule is None:
             return None
-        if op.rule.kind == "elementwise":
-            return "elementwise", op.args
-        keep = NUMBER_RESULTS.get(op.key)
-        defaults = {p.name: p.default for p in op.rule.params}
-        if keep is not None and all(code(op.args[p]) == defaults.get(p) if p in op.args else True for p in keep):
-            return "number", op.args
-        return "other", op.args
+        return operation_kind(op.rule, op.key, op.args, {p: code(e) for p, e in op.args.items()})
 
     def _counts(self, loop: cst.For) -> bool:
         return isinstance(loop.iter, cst.Call) and self.resolve(loop.iter.func) is range

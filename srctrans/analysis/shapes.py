@@ -34,6 +34,21 @@ Atoms = frozenset
 KindOf = Callable[[cst.BaseExpression], "tuple[str, dict[str, cst.BaseExpression]] | None"]
 
 
+def operation_kind(rule, key: str, args: dict, texts: dict[str, str]):
+    """(kind, args) of one operation for :func:`same_shapes`: ``"elementwise"``, ``"number"``
+    (its result is one number: a full reduction, its parameters in ``NUMBER_RESULTS`` at their
+    defaults; ``texts`` gives each parameter's argument as source) or ``"other"``."""
+    from ..rules.shapes import NUMBER_RESULTS
+
+    if rule.kind == "elementwise":
+        return "elementwise", args
+    keep = NUMBER_RESULTS.get(key)
+    defaults = {p.name: p.default for p in rule.params}
+    if keep is not None and all(texts.get(p, defaults.get(p)) == defaults.get(p) for p in keep):
+        return "number", args
+    return "other", args
+
+
 def _is_number(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.UnaryOperation):
         expr = expr.expression

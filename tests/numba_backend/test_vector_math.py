@@ -1,0 +1,346 @@
+"""numba_backend.vector_math: compiled loops call glibc's SIMD exp/log/tanh/sin..., as NumPy's do.
+
+Each compiled function is checked against NumPy itself, to a few ulp over wide ranges and
+exactly on special values (±0 with its sign, subnormals, overflow, ±inf, nan); where
+libmvec is in use the compiled code must really call it (its x86-64 assembly names the
+vector function), and where it is not, those checks are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+
+import numba_backend.cpu  # noqa: F401  (installs the vector math library, as every compile does)
+from numba_backend import vector_math
+
+ROOT = Path(__file__).resolve().parents[2]
+IN_USE = vector_math.state["installed"]
+needs_libmvec = pytest.mark.skipif(not IN_USE, reason=f"libmvec not in use: {vector_math.state['reason']}")
+
+# NumPy ufunc -> (libmvec base name, domain of the random part of the test data)
+UNARY = {
+    "exp": ("exp", "wide"),
+    "exp2": ("exp2", "wide"),
+    "log": ("log", "positive"),
+    "log2": ("log2", "positive"),
+    "log10": ("log10", "positive"),
+    "sin": ("sin", "wide"),
+    "cos": ("cos", "wide"),
+    "tan": ("tan", "wide"),
+    "arcsin": ("asin", "unit"),
+    "arccos": ("acos", "unit"),
+    "arctan": ("atan", "wide"),
+    "sinh": ("sinh", "wide"),
+    "cosh": ("cosh", "wide"),
+    "tanh": ("tanh", "wide"),
+}
+BINARY = {"power": "pow", "arctan2": "atan2"}
+SPECIAL = [
+    0.0,
+    -0.0,
+    np.inf,
+    -np.inf,
+    np.nan,
+    -np.nan,
+    5e-324,
+    -5e-324,
+    2.2250738585072014e-308,
+    -1e-300,
+    1e-300,
+    1e-20,
+    -1e-20,
+    1e-8,
+    0.5,
+    1.0,
+    -1.0,
+    2.0,
+    -2.0,
+    19.0,
+    20.0,
+    22.0,
+    -22.0,
+    88.7,
+    -103.9,
+    709.78,
+    710.0,
+    -710.0,
+    -745.2,
+    -746.0,
+    1e22,
+    -1e22,
+    1e300,
+    -1e300,
+    1.7976931348623157e308,
+    3.141592653589793,
+    1.5707963267948966,
+    0.7853981633974483,
+]
+
+
+def data(domain: str, dtype) -> np.ndarray:
+    """Special values and 8 vector widths' worth of odd lengths, so the loops' scalar tails run too."""
+    rng = np.random.default_rng(7)
+    n = 20011
+    parts = {
+        "wide": np.concatenate(
+            [rng.standard_normal(n) * 8, np.exp(rng.uniform(-700, 700, n)) * rng.choice([-1, 1], n)]
+        ),
+        "positive": np.concatenate([rng.uniform(0, 4, n), np.exp(rng.uniform(-740, 709, n))]),
+        "unit": np.concatenate([rng.uniform(-1, 1, n), 1 - np.exp(rng.uniform(-36, 0, n))]),
+    }[domain]
+    return np.concatenate([SPECIAL, parts]).astype(dtype)
+
+
+def ulps(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """Error of ``got`` in units in the last place of its dtype, against a more precise ``exact``."""
+    rounded = exact.astype(got.dtype)
+    finite = np.isfinite(rounded) & np.isfinite(got)
+    scale = np.spacing(np.maximum(np.abs(rounded), np.finfo(got.dtype).tiny)).astype(exact.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(finite, np.abs(got.astype(exact.dtype) - exact) / scale, 0.0)
+
+
+GENERATED = "_srctrans_vector_math_cases"  # a module name as srctrans gives its generated files
+
+
+def generated(fn):
+    """``fn`` as if it came from a generated file: only those get the vector functions."""
+    fn.__module__ = GENERATED
+    return fn
+
+
+def compiled(expr: str, nargs: int = 1, **options):
+    names = ", ".join("abc"[:nargs])
+    namespace = {"np": np, "math": math, "numba": numba, "__name__": GENERATED}
+    exec(f"def f({names}):\n    return {expr}\n", namespace)
+    return numba.njit(**options)(namespace["f"])
+
+
+def vector_calls(dispatcher) -> set[str]:
+    asm = "\n".join(dispatcher.inspect_asm(sig) for sig in dispatcher.signatures)
+    return set(re.findall(r"_ZGV[bcde]N\d+v+_\w+", asm))
+
+
+def check_against_numpy(got: np.ndarray, want: np.ndarray, exact: np.ndarray, where: str) -> None:
+    """``got`` within 4 ulp of ``exact`` (glibc's bound for libmvec; NumPy's loops stay within
+    about 3), and the same as NumPy's ``want`` on every special value."""
+    assert got.dtype == want.dtype, where
+    distance = ulps(got, exact)
+    worst = int(np.argmax(distance))
+    assert distance[worst] <= 4, f"{where}: {distance[worst]:.2f} ulp at {worst}: {got[worst]!r}, NumPy {want[worst]!r}"
+    inexact = ~np.isfinite(got) | ~np.isfinite(want)  # nan and inf, with their signs, where NumPy has them
+    assert np.array_equal(got[inexact], want[inexact], equal_nan=True), f"{where}: {got[inexact]} vs {want[inexact]}"
+    zeros = want == 0
+    assert np.array_equal(got[zeros], want[zeros]), where
+    assert np.array_equal(np.signbit(got[zeros]), np.signbit(want[zeros])), f"{where}: sign of zero"
+
+
+def more_precise(dtype):
+    # x86-64's long double has 64 significant bits, and glibc's long double functions are accurate
+    return np.float64 if dtype == np.float32 else np.longdouble
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+@pytest.mark.parametrize("ufunc", sorted(UNARY))
+def test_unary_ufunc_matches_numpy(ufunc, dtype):
+    base, domain = UNARY[ufunc]
+    x = data(domain, dtype)
+    f = compiled(f"np.{ufunc}(a)")
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got, want = f(x), getattr(np, ufunc)(x)
+        exact = getattr(np, ufunc)(x.astype(more_precise(dtype)))
+    check_against_numpy(got, want, exact, f"np.{ufunc} {np.dtype(dtype).name}")
+    if IN_USE and dtype == np.float64:
+        assert any(name.endswith(f"_{base}") for name in vector_calls(f)), vector_calls(f)
+
+
+@pytest.mark.parametrize("ufunc", sorted(BINARY))
+def test_binary_ufunc_matches_numpy(ufunc):
+    rng = np.random.default_rng(3)
+    special = np.array(SPECIAL)
+    a = np.concatenate([np.repeat(special, len(special)), rng.uniform(0, 10, 5001), rng.standard_normal(5001) * 100])
+    b = np.concatenate([np.tile(special, len(special)), rng.standard_normal(5001) * 30, rng.standard_normal(5001)])
+    f = compiled(f"np.{ufunc}(a, b)", 2)
+    with np.errstate(all="ignore"):
+        got, want = f(a, b), getattr(np, ufunc)(a, b)
+        exact = getattr(np, ufunc)(a.astype(np.longdouble), b.astype(np.longdouble))
+    check_against_numpy(got, want, exact, f"np.{ufunc}")
+    if IN_USE:
+        assert any(name.endswith(f"_{BINARY[ufunc]}") for name in vector_calls(f)), vector_calls(f)
+
+
+def test_fused_expressions_strided_views_and_math_module_loops():
+    x = np.random.default_rng(1).standard_normal((301, 67)) * 3
+    layer = compiled("np.tanh(a @ b + 0.5)", 2)
+    w = np.random.default_rng(2).standard_normal((67, 45))
+    np.testing.assert_allclose(layer(x, w), np.tanh(x @ w + 0.5), rtol=2e-15, atol=0)
+
+    strided = compiled("np.exp(a[::3, 1:]) * np.sin(a.T[1:, ::3]).T")
+    np.testing.assert_allclose(strided(x), np.exp(x[::3, 1:]) * np.sin(x.T[1:, ::3]).T, rtol=1e-15)
+
+    @numba.njit
+    @generated
+    def loop(a):
+        out = np.empty_like(a)
+        for i in range(a.shape[0]):
+            out[i] = math.exp(-a[i] * a[i]) * math.cos(a[i])
+        return out
+
+    v = x.ravel()
+    np.testing.assert_allclose(loop(v), np.exp(-v * v) * np.cos(v), rtol=1e-15, atol=1e-300)
+    if IN_USE:
+        assert {re.sub(r"_ZGV\w+?_", "", n) for n in vector_calls(loop)} >= {"exp", "cos"}
+
+
+def test_parallel_prange_threads_call_it_too():
+    @numba.njit(parallel=True)
+    @generated
+    def rows(a):
+        out = np.empty_like(a)
+        for i in numba.prange(a.shape[0]):
+            out[i] = np.tanh(a[i]) + np.exp(-np.abs(a[i]))
+        return out
+
+    x = np.random.default_rng(4).standard_normal((64, 999))
+    # both terms are at most 1: a few ulp of 1 absolutely (their sum cancels near x = -0.45)
+    np.testing.assert_allclose(rows(x), np.tanh(x) + np.exp(-np.abs(x)), rtol=1e-15, atol=1e-15)
+
+
+@needs_libmvec
+def test_srctrans_jit_of_a_tanh_layer_calls_the_vector_function():
+    import srctrans
+
+    def layer(W, x):
+        return np.tanh(x @ W.T)
+
+    f = srctrans.jit(layer)
+    W = np.random.default_rng(5).standard_normal((64, 32))
+    xs = np.random.default_rng(6).standard_normal((200, 32))
+    got = f(W, xs)
+    np.testing.assert_allclose(got, np.tanh(xs @ W.T), rtol=1e-15, atol=0)
+    assert any(n.endswith("_tanh") for n in vector_calls(f._simple.compiled))
+
+
+def test_vector_names_follow_the_x86_64_vector_function_abi():
+    if not IN_USE:
+        pytest.skip(f"libmvec not in use: {vector_math.state['reason']}")
+    avx512 = {"avx", "avx2", "avx512f"}
+    avx2 = {"avx", "avx2"}
+    assert vector_math.vector_name("llvm.tanh.v8f64", avx512) == "_ZGVeN8v_tanh"
+    assert vector_math.vector_name("llvm.tanh.v8f64", avx2) is None  # would need zmm registers
+    assert vector_math.vector_name("llvm.exp.v4f64", avx2) == "_ZGVdN4v_exp"
+    assert vector_math.vector_name("llvm.exp.v4f64", {"avx"}) is None
+    assert vector_math.vector_name("llvm.log.v2f64", set()) == "_ZGVbN2v_log"  # SSE2: every x86-64
+    assert vector_math.vector_name("llvm.pow.v8f64", avx512) == "_ZGVeN8vv_pow"
+    assert vector_math.vector_name("llvm.sin.v16f32", avx512) == "_ZGVeN16v_sinf"
+    assert vector_math.vector_name("llvm.exp.v16f64", avx512) is None  # no such width
+    assert vector_math.vector_name("llvm.sqrt.v8f64", avx512) is None  # an instruction, not a library call
+    assert vector_math.vector_name("llvm.fma.v8f64", avx512) is None
+
+
+def test_rewrite_renames_calls_and_drops_intrinsic_attributes():
+    ir = textwrap.dedent("""\
+        define <8 x double> @f(<8 x double> %x) {
+          %y = tail call fast <8 x double> @llvm.tanh.v8f64(<8 x double> %x)
+          %z = call <8 x double> @llvm.tanh.v8f64(<8 x double> %y) #1
+          ret <8 x double> %z
+        }
+        declare <8 x double> @llvm.tanh.v8f64(<8 x double>) #0
+        declare <8 x double> @llvm.tanh.v8f64.other(<8 x double>) #0
+        """)
+    out = vector_math.rewrite(ir, {"llvm.tanh.v8f64": "_ZGVeN8v_tanh"})
+    assert "tail call fast <8 x double> @_ZGVeN8v_tanh(<8 x double> %x)" in out
+    assert "call <8 x double> @_ZGVeN8v_tanh(<8 x double> %y) #1" in out
+    assert "declare <8 x double> @_ZGVeN8v_tanh(<8 x double>)\n" in out
+    assert "declare <8 x double> @llvm.tanh.v8f64.other(<8 x double>) #0" in out  # another name, untouched
+
+
+def run_python(code: str, env: dict[str, str]) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+CACHED = """
+    import re, sys
+    import numpy as np, numba
+    import numba_backend.cpu
+    from numba_backend import vector_math
+    sys.path.insert(0, {folder!r})
+    from _srctrans_cached_tanh import f
+    x = np.linspace(-30, 30, 10001)
+    assert np.allclose(f(x), np.tanh(x), rtol=1e-15, atol=0), "wrong values"
+    asm = f.inspect_asm(f.signatures[0]) if f.signatures and not f.stats.cache_hits else ""
+    print(vector_math.state["installed"], sum(f.stats.cache_hits.values()), bool(re.search(r"_ZGV\\w+_tanh", asm)))
+"""
+
+
+def test_switch_off_and_the_disk_cache(tmp_path):
+    """SRCTRANS_NO_LIBMVEC=1 compiles scalar libm calls; the disk cache keeps the two kinds apart."""
+    (tmp_path / "_srctrans_cached_tanh.py").write_text(
+        "import numba\nimport numpy as np\n\n\n@numba.njit(cache=True)\ndef f(x):\n    return np.tanh(x)\n"
+    )
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    off = {**env, "SRCTRANS_NO_LIBMVEC": "1"}
+    script = CACHED.format(folder=str(tmp_path))
+    # columns: libmvec in use, cache hits, compiled code calls _ZGV..._tanh
+    assert run_python(script, env).split() == [str(IN_USE), "0", str(IN_USE)]
+    assert run_python(script, env).split() == [str(IN_USE), "1", "False"]  # loaded, not compiled
+    if IN_USE:  # code cached with libmvec is not what a switched-off process loads
+        assert run_python(script, off).split() == ["False", "0", "False"]
+    assert run_python(script, off).split() == ["False", "1", "False"]
+
+
+def test_without_libmvec_everything_works_as_before():
+    script = """
+        import llvmlite.binding as ll
+        import numpy as np, numba
+
+
+        def missing(name):
+            raise RuntimeError(f"could not load {name}")
+
+
+        ll.load_library_permanently = missing  # as on a libc without libmvec
+        from numba_backend import cpu, vector_math
+
+        f = numba.njit(lambda x: np.tanh(x) + np.exp(x))
+        x = np.linspace(-5, 5, 1001)
+        assert np.allclose(f(x), np.tanh(x) + np.exp(x), rtol=1e-15, atol=1e-14)
+        assert "_ZGV" not in f.inspect_asm(f.signatures[0])
+        print(vector_math.state["installed"], vector_math.describe())
+    """
+    out = run_python(script, {"NUMBA_CACHE_DIR": "/nonexistent"})
+    assert out.startswith("False scalar libm (libmvec (glibc's vector math library) was not found)"), out
+
+
+@needs_libmvec
+def test_the_users_own_numba_code_keeps_calling_libm():
+    """Only code compiled from generated files changes: a plain numba.njit beside it does not."""
+
+    plain = numba.njit(lambda a: np.tanh(a))
+    mine = compiled("np.tanh(a)")
+    x = np.linspace(-3.0, 3.0, 4096)
+    np.testing.assert_allclose(plain(x), np.tanh(x), rtol=1e-15)
+    mine(x)
+    assert not vector_calls(plain)
+    assert any(n.endswith("_tanh") for n in vector_calls(mine))

@@ -10,6 +10,13 @@ version ``(sigmoid(X @ w) - y)[:, None] * X`` is there for scale.
 The figure depends on having two idle cores: on a shared machine the 2-device speedup
 falls toward 1. Numba's thread pool must have at least two threads (``NUMBA_NUM_THREADS``).
 
+Second, the sharded gradient (rows ``pmap/sharded-grad``): ``srctrans.jit(srctrans.grad(mlp_loss))(params, (inputs,
+targets))`` of a one-hidden-layer network (N=100,000 rows of F=20 features, H=32 hidden
+units, K=3 outputs) with ``inputs`` and ``targets`` placed by ``device_put(x,
+NamedSharding(mesh, P("data")))`` on a 1-device mesh (nothing to split: the ordinary
+compiled call, after a fallback warning) and on a 2-device mesh (each stage's two shards
+compiled, on two threads at once, the parameter gradients all-reduced).
+
 Goal (issue 6): 2 devices >= 1.7x faster than 1.
 """
 
@@ -34,6 +41,16 @@ def loss(w, x, y):
 def hand_grads(w, X, y):
     p = 1.0 / (1.0 + np.exp(-(X @ w)))
     return (p - y)[:, None] * X
+
+
+def mlp_loss(params, batch):
+    inputs, targets = batch
+    h = np.tanh(inputs @ params["W1"] + params["b1"])
+    predictions = h @ params["W2"] + params["b2"]
+    return np.mean(np.sum((predictions - targets) ** 2, axis=-1))
+
+
+F, H, K = 20, 32, 3  # features, hidden units, outputs
 
 
 def run(repeats: int, log=print) -> CaseResult:
@@ -74,4 +91,48 @@ def run(repeats: int, log=print) -> CaseResult:
                         f"{fastest['pmap(grad), 1 CPU device'] / fastest['pmap(grad), 2 CPU devices']:.2f}x")
     result.lines.append(f"  (cores this process may use: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'};"
                         " a shared machine lowers the speedup)")
+    sharded_rows(result, repeats, log)
     return result
+
+
+def sharded_rows(result: CaseResult, repeats: int, log=print) -> None:
+    """The sharded gradient's rows: jit(grad) on a 1-device mesh against a 2-device mesh."""
+    import warnings
+
+    import srctrans
+    from srctrans import sharding
+    from srctrans.sharding import NamedSharding, P, ShardingFallbackWarning
+
+    rng = np.random.default_rng(1)
+    params = {"W1": rng.normal(size=(F, H)) / 4, "b1": rng.normal(size=H), "W2": rng.normal(size=(H, K)) / 4,
+              "b2": rng.normal(size=K)}
+    x, t = rng.normal(size=(N, F)), rng.normal(size=(N, K))
+    step = srctrans.jit(srctrans.grad(mlp_loss))
+    batches = {}
+    for count in (1, 2):
+        mesh = sharding.make_mesh((count,), ("data",))
+        batches[count] = tuple(sharding.device_put(v, NamedSharding(mesh, P("data"))) for v in (x, t))
+    expected = step(params, (x, t))
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShardingFallbackWarning)  # a 1-device mesh has nothing to split
+        for count in (1, 2):
+            got = step(params, batches[count])
+            for k in expected:
+                np.testing.assert_allclose(got[k], expected[k], rtol=1e-10, atol=1e-12)
+        log(f"  sharded first calls (split, generate + compile, or load caches): {time.perf_counter() - start:.2f} s")
+        log(f"  2-device mesh: {sharding.explain(step).split(';')[0]}; threads that ran its stages' shards: "
+            f"{sorted({r['thread'] for r in sharding.last_call(step).trace})}")
+        impls = {
+            "jit(grad), 1-device mesh": (lambda: step(params, batches[1])),
+            "jit(grad), 2-device mesh": (lambda: step(params, batches[2])),
+        }
+        samples = compare(impls, repeats)
+    one, two = "jit(grad), 1-device mesh", "jit(grad), 2-device mesh"
+    rows = [Row(f"{NAME}/sharded-grad", k, v, note="" if k == one else "ratio column: against pmap; see below")
+            for k, v in samples.items()]
+    result.rows += rows
+    med = {r.impl: r.median for r in rows}
+    fastest = {r.impl: min(r.samples) for r in rows}
+    result.lines.append(f"  sharded gradient, 2-device mesh / 1-device mesh: {med[one] / med[two]:.2f}x by the median, "
+                        f"{fastest[one] / fastest[two]:.2f}x by the fastest call")

@@ -30,6 +30,17 @@ BACKEND_MODULES = {"cuda": "numba_backend.cuda", "dask": "numba_backend.dask_run
 
 CPU_DEVICES_ENV = "SRCTRANS_CPU_DEVICES"
 
+# Numba's OpenMP threading layer (libgomp) keeps its threads spinning after each parallel
+# region (GOMP_SPINCOUNT, some 300,000 turns). On a machine whose cores are all busy the
+# spinning threads use up their time slices, and the next region's end waits for them to be
+# scheduled again: a pmap call that computes for 3 ms took 12-16 ms, a prange over one
+# iteration 12 ms, where sleeping threads (spin count 0, what OMP_WAIT_POLICY=passive means
+# to libgomp) are woken in about 10 us. Idle cores lose nothing measurable: waking a thread
+# costs microseconds against shards of milliseconds. Set before libgomp is loaded (at the
+# first parallel launch); a choice of the user's (either variable set) is kept.
+if "OMP_WAIT_POLICY" not in os.environ:
+    os.environ.setdefault("GOMP_SPINCOUNT", "0")
+
 
 @dataclass(frozen=True)
 class Device:

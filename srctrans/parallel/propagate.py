@@ -39,7 +39,9 @@ program: ``run.map(stage, args, batched=...)``, ``run.reduce("sum", part)``, ``r
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import inspect
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -1083,24 +1085,6 @@ class _Run:
         return self.runner.get(value)
 
 
-def _stage_class() -> type:
-    """:class:`Stage` whose whole-shard function is made once per set of options, not at every call."""
-    from .runner import Stage
-
-    class ShardStage(Stage):
-        def batched_function(self, jit_options=None, args=None):
-            from ..config import config
-
-            key = (None if jit_options is None else tuple(sorted(jit_options.items())), config.disable_jit)
-            made = self.__dict__.setdefault("_made", {})
-            found = made.get(key)
-            if found is None:
-                found = made[key] = super().batched_function(jit_options, args)
-            return found
-
-    return ShardStage
-
-
 def _runner(mesh: Any, compiled: bool) -> Any:
     from .runner import PythonRunner, runner_for
 
@@ -1231,6 +1215,8 @@ def _unsupported(found: dict[str, Any], call_args: list, names: list[str]) -> st
 def _make(spec: Any, shapes: dict[str, tuple], ranks: dict[str, int], mesh: Any, compiled: bool, fn: Any) -> Plan:
     from ..cache import load_module, module_name_for, write_if_changed
     from ..pipeline import Generated
+    from .runner import Stage
+
     what = f"{fn.__qualname__}"
     try:
         made = plan(spec.gen, shapes, ranks, mesh.size, what)
@@ -1246,9 +1232,13 @@ def _make(spec: Any, shapes: dict[str, tuple], ranks: dict[str, int], mesh: Any,
     name = module_name_for(path)
     module = load_module(path, name + "_py", spec.gen.bound)
     stages = {}
-    Stage = _stage_class()
+    # every function of the file but the driver (a stage may call the file's other functions);
+    # the CPU runner compiles them (numba_backend.parallel_cpu: one thread per shard)
+    functions = [f.name for f in ast.parse(text).body if isinstance(f, ast.FunctionDef) and f.name != p.driver]
     for s in stage_specs:
-        gen = Generated(path, name, {"entry": s["name"], "functions": [s["name"]], "params": []}, dict(spec.gen.bound))
+        meta = {"entry": s["name"], "functions": functions, "driver": p.driver,
+                "params": [["arg", a] for a in inspect.signature(getattr(module, s["name"])).parameters]}
+        gen = Generated(path, name, meta, dict(spec.gen.bound))
         stages[s["name"]] = Stage(s["name"], path, getattr(module, s["name"]), s["batched"], s["outputs"], per_example=False, gen=gen)
     p.path = path
     p.module = module

@@ -20,7 +20,9 @@ contiguous block per device), ``w`` as ``run.replicate(w)``. Every backend imple
   vmap of the stage, batch axis first) in Python, one device after another. What
   ``SRCTRANS_DISABLE_JIT=1`` runs.
 - ``numba_backend.parallel_cpu.CpuRunner``: the shards compiled, run by a compiled
-  ``prange`` loop over the ``(D, N/D, ...)`` view of each batched argument.
+  ``prange`` loop over the ``(D, N/D, ...)`` view of each batched argument (pmap's
+  stages), or on one thread per device as compiled code that releases the GIL
+  (sharding's whole-shard stages).
 - ``numba_backend.cuda`` and ``numba_backend.dask_runner``: imported by
   :func:`runner_for` only when asked for. Each module defines ``make_runner(devices)
   -> Runner`` (or a class ``CudaRunner`` / ``DaskRunner`` taking the devices) and
@@ -110,7 +112,7 @@ class Stage:
         self.outputs = int(outputs)
         self.per_example = per_example
         self.gen = gen
-        self._vmaps: dict[tuple, Any] = {}
+        self._vmaps: dict[tuple | None, Any] = {}  # vmaps by jit options; whole-shard functions by ("whole", options)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -146,11 +148,15 @@ class Stage:
         if not self.per_example:
             if not compiled or self.gen is None:
                 return self.path, self.name, self.python
-            from ..api import _Specialization
-
             options = {"parallel": False, "fastmath": False, "cache": True, "boundscheck": True}
             options.update({k: v for k, v in jit_options.items() if k in options})
-            spec = _Specialization(self.gen, options)
+            key = ("whole",) + tuple(sorted(options.items()))
+            with self._lock:  # made once per set of options: a new _Specialization would compile again
+                spec = self._vmaps.get(key)
+                if spec is None:
+                    from ..api import _Specialization
+
+                    spec = self._vmaps[key] = _Specialization(self.gen, options)
             return self.path, self.gen.entry, spec.compiled
         spec = self.specialization(jit_options, args)
         fn = spec.compiled if compiled else spec.python

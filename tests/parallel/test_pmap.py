@@ -9,6 +9,7 @@ the ``compiled`` ones run them through the compiled prange runner on 1, 2 and 8 
 from __future__ import annotations
 
 import importlib
+import os
 
 import numpy as np
 import pytest
@@ -347,3 +348,39 @@ def test_grad_through_pmean_equals_vmap_of_grad(monkeypatch, python_runner):
     got = srctrans.pmap(srctrans.grad(fns.spread), axis_name="i", in_axes=(None, 0))(w, x)
     np.testing.assert_allclose(got, via_vmap(w, x), rtol=1e-12)
     assert "vmap method: vectorized" in via_vmap.source()
+
+
+def test_openmp_threads_sleep_between_calls_unless_the_user_chose():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    probe = "import os, srctrans; print(os.environ.get('GOMP_SPINCOUNT'))"
+
+    def spin_count(**extra):
+        env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+        env["PYTHONPATH"] = root
+        env.update(extra)
+        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+
+    assert spin_count() == "0"  # libgomp's threads sleep: a busy machine does not stall each pmap call
+    assert spin_count(GOMP_SPINCOUNT="5000") == "5000"
+    assert spin_count(OMP_WAIT_POLICY="active") == "None"
+
+
+def per_example_cholesky(a):
+    return np.linalg.cholesky(a)
+
+
+@pytest.mark.parametrize("bad", [0, 3], ids=["device-0", "device-1"])
+def test_an_error_in_one_shard_is_raised_not_lost(monkeypatch, bad):
+    # Numba's prange loses an exception raised on a worker thread: the runner must notice
+    monkeypatch.setenv("SRCTRANS_CPU_DEVICES", "2")
+    f = srctrans.pmap(per_example_cholesky, devices=2)
+    a = np.stack([np.eye(2) * (k + 1) for k in range(4)])
+    np.testing.assert_allclose(f(a), np.sqrt(a))
+    a[bad] = -np.eye(2)  # example `bad` is not positive definite
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        f(a)

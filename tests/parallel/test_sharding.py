@@ -154,6 +154,43 @@ def test_compiled_stages(mesh):
     assert {r["device"] for r in plan.trace} == set(mesh.device_list)
 
 
+def test_compiled_stages_run_one_shard_per_thread(monkeypatch):
+    import numba
+
+    monkeypatch.setenv("SRCTRANS_CPU_DEVICES", "2")
+    two = sharding.make_mesh((2,), ("data",))
+    params, x, y = _data(3)
+    batch = (sharding.device_put(x, NamedSharding(two, P("data"))), sharding.device_put(y, NamedSharding(two, P("data"))))
+    step = srctrans.jit(srctrans.grad(loss_fn))
+    for _ in range(2):  # the second call reuses the compiled stages
+        _close(step(params, batch), srctrans.grad(loss_fn)(params, (x, y)))
+    plan = sharding.last_call(step)
+    assert plan.sharded, plan.explain()
+    # each stage's two shards ran on two threads at once, as compiled code that releases the GIL
+    for stage in plan.stages:
+        records = [r for r in plan.trace if r["stage"] == stage.name]
+        assert [r["rows"] for r in records] == [(0, N // 2), (N // 2, N)]
+        if numba.get_num_threads() >= 2:
+            assert len({r["thread"] for r in records}) == 2  # the calling thread and one of the pool's
+            assert any(r["thread"].startswith("srctrans-cpu") for r in records)
+    copy = plan.path.with_name(plan.path.stem + ".shards.py")
+    text = copy.read_text()
+    assert "def loss_fn_grad_stage0(" in text and "def loss_fn_grad_sharded(" not in text  # the stages, not the driver
+    from numba_backend.parallel_cpu import whole_shards_function
+
+    assert whole_shards_function(plan.stages[0], {}).targetoptions["nogil"]
+    # the gradient of the sharded rows too: gathered from the shards' parts
+    g_batch = srctrans.jit(srctrans.grad(loss_fn, argnums=1))
+    for a, b in zip(g_batch(params, batch), srctrans.grad(loss_fn, argnums=1)(params, (x, y))):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_an_error_in_a_compiled_stage_is_raised_as_it_is(mesh):
+    X = sharding.device_put(np.ones((N, 3)), P("data"))
+    with pytest.raises(ValueError, match="mismatch in core dimension"):
+        srctrans.jit(features)(X, np.ones((4, 2)))  # 3 columns against 4 rows, in every shard's thread
+
+
 # --- other splits ----------------------------------------------------------------------------
 
 

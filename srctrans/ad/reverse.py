@@ -30,12 +30,12 @@ import libcst as cst
 
 from ..analysis.activity import Activity, Block, analyze, common_block, names_in, targets_of
 from ..analysis.names import NameGen, scan
-from ..analysis.shapes import same_shapes
+from ..analysis.shapes import operation_kind, same_shapes
 from ..cache import ORIGIN_RE
 from ..rules import object_named
 from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Param, Rule
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
-from ..rules.shapes import NUMBER_RESULTS
+from .preaccumulate import preaccumulate
 
 _CODE = cst.Module(body=[])
 
@@ -225,13 +225,7 @@ class Reverse:
             return None
         if op is None or op.rule is None:
             return None
-        if op.rule.kind == "elementwise":
-            return "elementwise", op.args
-        defaults = {p.name: p.default for p in op.rule.params}
-        keep = NUMBER_RESULTS.get(op.key)
-        if keep is not None and all(op.texts.get(p) == defaults.get(p) for p in keep):
-            return "number", op.args
-        return "other", op.args
+        return operation_kind(op.rule, op.key, op.args, op.texts)
 
     def op_of(self, value: cst.BaseExpression) -> Op | None:
         """The rule and arguments of an ANF right-hand side; None for constants."""
@@ -925,8 +919,9 @@ class Reverse:
         self.zero_inits(block, depth)
         for group in reversed(_groups(stmts)):
             start = len(self.lines)
-            for stmt in reversed(group):
-                self._backward_stmt(stmt, block, depth)
+            if not preaccumulate(self, group, block, depth):  # a recurrence in a loop: see preaccumulate
+                for stmt in reversed(group):
+                    self._backward_stmt(stmt, block, depth)
             if len(self.lines) > start:
                 for line in reversed(getattr(group[0], "leading_lines", ())):
                     if line.comment is not None:
@@ -1430,10 +1425,10 @@ def transformation_refusal(obj: Any, text: str, what: str) -> tuple[str, str] | 
 
     if getattr(obj, "__module__", "") == api.__name__ and getattr(obj, "__name__", "") in _TRANSFORMATIONS:
         name = obj.__name__
-        if name == "jvp" and what == "grad":
-            hint = "differentiate the other way round: srctrans.jvp(srctrans.grad(f), (x,), (v,)) gives H @ v"
-        else:
-            hint = f"call srctrans.{name} outside the function, or transform the function it is given directly"
+        hint = (
+            f"call srctrans.{name} outside the function; inside it, srctrans.jvp(f, (x,), (v,)) and "
+            "srctrans.grad(f)(x) are read through their generated files (srctrans.nested_calls)"
+        )
         return f"{what} through a call of srctrans.{name} inside the function is not supported yet", hint
     if isinstance(obj, api.Grad):
         return (

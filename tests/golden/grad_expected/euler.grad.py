@@ -36,13 +36,8 @@ def f_grad(k, y0):
         # euler.py:7  y = y + 0.01 * (-k * y + np.sin(0.1 * i))
         y_2 = y_tape[trip]
         y_bar_1 = y_bar
-        y_bar = rt.unbroadcast(y_bar_1, y_2)
-        t6_bar = y_bar_1
-        t5_bar = t6_bar * 0.01
-        t2_bar = t5_bar
-        t1_bar = rt.unbroadcast(t2_bar * y_2, k)
-        y_bar = y_bar + rt.unbroadcast(t2_bar * t1, y_2)
-        k_bar = k_bar + -t1_bar
+        k_bar = k_bar + rt.unbroadcast(-y_bar_1 * (0.01 * y_2), k)
+        y_bar = rt.unbroadcast(y_bar_1 * (1.0 + 0.01 * t1), y_2)
     # euler.py:5  y = y0
     y0_bar = y_bar
     return out, (k_bar, y0_bar)

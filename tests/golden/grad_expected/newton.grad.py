@@ -42,14 +42,10 @@ def f_grad(a):
     for _ in range(trips):
         # newton.py:5  x = 0.5 * (x + a / x)
         x_1 = x_tape.pop()
-        x_bar_1 = x_bar
-        t8_bar = x_bar_1 * 0.5
-        x_bar = rt.zeros_like(x_1)
-        x_bar = x_bar + rt.unbroadcast(t8_bar, x_1)
-        t7_bar = t8_bar
         t7_1 = t7_tape.pop()
-        a_bar = a_bar + rt.unbroadcast(t7_bar / x_1, a)
-        x_bar = x_bar + rt.unbroadcast(t7_bar * (-t7_1 / x_1), x_1)
+        x_bar_1 = x_bar
+        a_bar = a_bar + rt.unbroadcast(x_bar_1 * (0.5 / x_1), a)
+        x_bar = rt.unbroadcast(x_bar_1 * (0.5 - 0.5 * (t7_1 / x_1)), x_1)
     # newton.py:2  x = a
     a_bar = a_bar + x_bar
     return x, a_bar

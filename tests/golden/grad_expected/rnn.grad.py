@@ -68,9 +68,7 @@ def f_grad(W, h0, xs):
             # rnn.py:10  h = h * 0.5 + xs[t]
             h_4 = h_tape_2.pop()
             h_bar_2 = h_bar
-            t8_bar = rt.unbroadcast(h_bar_2, h_4)
-            h_bar = rt.zeros_like(h_4)
-            h_bar = h_bar + t8_bar * 0.5
+            h_bar = rt.unbroadcast(h_bar_2 * 0.5, h_4)
     # rnn.py:5  h = h0
     h0_bar = h_bar
     return out, (W_bar, h0_bar)

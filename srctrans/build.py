@@ -20,6 +20,7 @@ from .capture import Captured, capture
 from .emit import ModuleSpec, clean_signature, render, with_origins
 from .errors import SrcTransError, UnresolvedNameError, UnsupportedSyntaxError
 from .fence import fence
+from .nested_calls import Nested, loop_axes, loop_node
 from .parse import ParsedFunction, parse_function
 from .passes.anf import anf
 from .passes.desugar import desugar
@@ -74,13 +75,17 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     by_fn: dict[int, _Unit] = {}
     namespace: dict[str, tuple[str, Any, _Unit]] = {}  # module-level name -> (kind, identity, first user)
 
+    nested = Nested(transform.name)
+
     def add(pf: ParsedFunction, emit_name: str) -> _Unit:
         fence(pf)
+        is_entry = pf is entry_pf
+        pf, introduced = nested.rewrite(pf, set(namespace))  # calls of srctrans.jvp ... as calls of generated files
         unit = _Unit(pf, emit_name)
         by_fn[id(pf.captured.fn)] = unit
         units.append(unit)
         _claim(namespace, emit_name, "function", pf.captured.fn, unit, pf.node)
-        _resolve(unit, namespace, static if pf is entry_pf else {})
+        _resolve(unit, namespace, static if is_entry else {}, introduced)
         for binding in unit.bindings.values():
             if binding.kind == "callee" and id(binding.value) not in by_fn:
                 add(parse_function(capture(binding.value)), binding.name)
@@ -135,8 +140,9 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     for unit in units:  # NumPy calls Numba cannot be taught directly go through srctrans.runtime
         unit.node = _rewrite_numpy(unit.node, unit, np_name)
     adjoints = [_rewrite_numpy(a, entry, np_name) for a in adjoints]
+    loops = _loops(nested, by_fn, np_name)
     imports, literals, bound_notes, bound_meta, bound = [], [], [], {}, {}
-    emitted = [u.node for u in units] + adjoints
+    emitted = [u.node for u in units] + loops + adjoints
     if any(_uses(n, np_name) for n in emitted) and np_name not in namespace:
         imports.append("import numpy" if np_name == "numpy" else f"import numpy as {np_name}")
     if any(_uses(n, "rt") for n in emitted) and "rt" not in namespace:
@@ -146,7 +152,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     seen: set[str] = set()
     for unit in units:
         for name, b in unit.bindings.items():
-            if name in seen or b.kind in ("builtin", "callee"):
+            if name in seen or b.kind in ("builtin", "callee", "vmapped"):
                 continue
             seen.add(name)
             where = _where(unit, b)
@@ -163,7 +169,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     title_fn = cap.dotted_name
     meta = {
         "entry": entry.emit_name,
-        "functions": [u.emit_name for u in units] + [a.name.value for a in adjoints],
+        "functions": [u.emit_name for u in units] + [n.name.value for n in loops + adjoints],
         "params": params_meta,
         "bound": bound_meta,
         "fast": all(v[0] != "other" for v in bound_meta.values()),
@@ -177,11 +183,22 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         imports=imports,
         literals=literals,
         bound_notes=bound_notes,
-        functions=[u.node for u in units[1:]] + adjoints + [entry.node],
+        functions=[u.node for u in units[1:]] + loops + adjoints + [entry.node],
         meta=meta,
         dependency_hash=dep_hash,
     )
     return render(spec), meta, bound
+
+
+def _loops(nested: Nested, by_fn: dict, np_name: str) -> list[cst.FunctionDef]:
+    """The loops over the examples that calls of vmapped functions reach under jit (:mod:`srctrans.nested_calls`)."""
+    from .batching.loop import outputs_of
+
+    out = []
+    for name, (obj, _, base) in nested.loops.items():
+        callee = by_fn[id(base)]
+        out.append(loop_node(name, obj, callee.emit_name, np_name, outputs_of(callee.node)))
+    return out
 
 
 def _adjoints(entry: _Unit, by_fn: dict, transform, np_name: str, params_meta, namespace, add_function) -> list[cst.FunctionDef]:
@@ -412,12 +429,18 @@ def _claim(namespace, name: str, kind: str, identity: Any, unit: _Unit, node: cs
     )
 
 
-def _resolve(unit: _Unit, namespace, static: dict[str, Any]) -> None:
+def _resolve(unit: _Unit, namespace, static: dict[str, Any], introduced: dict[str, Any] | None = None) -> None:
+    """Bind each free name of the unit; ``introduced``: names a rewrite gave generated functions."""
     pf = unit.pf
     cap = pf.captured
     names = scan(pf.node)
     closure = cap.closure
     for name, node in names.free.items():
+        if introduced and name in introduced:  # a generated function; a vmapped one (jit) becomes a loop
+            kind = "vmapped" if loop_axes(introduced[name]) is not None else "callee"
+            unit.bindings[name] = b = Binding(name, kind, introduced[name], "generated")
+            _claim(namespace, name, "function", b.value, unit, node)
+            continue
         found = lookup(cap.fn, name, closure)
         if found is None:
             raise pf.error(
@@ -436,6 +459,10 @@ def _resolve(unit: _Unit, namespace, static: dict[str, Any]) -> None:
             _claim(namespace, name, "function", b.value, unit, node)
         else:
             _claim(namespace, name, b.kind, value, unit, node)
+    for name, value in (introduced or {}).items():  # the functions the loops of vmapped ones call
+        if name not in unit.bindings:
+            unit.bindings[name] = Binding(name, "callee", value, "generated")
+            _claim(namespace, name, "function", value, unit, pf.node)
     for name, value in static.items():
         from .analysis.resolve import literal_text
 

@@ -168,6 +168,10 @@ def value_fingerprint(value: Any, seen: dict[int, str]) -> str:
     """A stable text fingerprint of a value a function reads."""
     if isinstance(value, types.ModuleType):
         return "module:" + value.__name__
+    if type(value).__name__ == "VMapped" and type(value).__module__ == "srctrans.batching.api":
+        # a jit file holds the loop a call of it runs: its axes and the function it batches
+        axes = f"{value.in_axes!r}:{value.out_axes!r}:{value.axis_size!r}:{value.axis_name!r}"
+        return f"vmapped:{axes}:" + value_fingerprint(value._fn, seen)
     inner = getattr(value, "__srctrans_function__", None)
     if inner is not None:
         value = inner

@@ -3,8 +3,8 @@
 ``jvp`` of a function that calls a vmapped function (its tangent is the vmap of the
 function's tangent function, ``batched.jvp`` in the generated file); a function that calls
 a ``srctrans.grad`` object, transformed through the grad's adjoint file (never the function
-it differentiates); and a located refusal for ``grad`` of a function that calls
-``srctrans.jvp``, which is not differentiated yet.
+it differentiates); and ``grad`` of a function that calls ``srctrans.jvp`` (through the
+tangent file of the function it is given, :mod:`srctrans.nested_calls`).
 """
 
 from __future__ import annotations
@@ -160,16 +160,14 @@ def test_a_grad_returning_a_tuple_of_one_runs_as_python_and_is_refused_by_grad(m
         srctrans.grad(model.calls_grad_tuple)(X0)
 
 
-def test_grad_of_a_function_calling_jvp_is_refused_with_the_other_order_as_hint(model):
-    with pytest.raises(UnsupportedSyntaxError, match="grad through a call of srctrans.jvp") as info:
-        srctrans.grad(model.directional)(X0)
-    message = str(info.value)
-    assert "srctrans.jvp(f, (x,), (v,))" in message  # the line, shown
-    assert "srctrans.jvp(srctrans.grad(f)" in message  # what works: the other nesting order
-    _, hvp = srctrans.jvp(model.gf, (X0,), (model.v,))
+def test_grad_of_a_function_calling_jvp_is_a_hessian_vector_product(model):
+    # the call of srctrans.jvp reads as a call of f's tangent file (srctrans.nested_calls)
+    np.testing.assert_allclose(srctrans.grad(model.directional)(X0), _hvp(X0, model.v), rtol=1e-12)
+    _, hvp = srctrans.jvp(model.gf, (X0,), (model.v,))  # the other nesting order agrees
     np.testing.assert_allclose(hvp, _hvp(X0, model.v), rtol=1e-12)
 
 
-def test_jvp_of_a_function_calling_jvp_is_refused(model):
-    with pytest.raises(UnsupportedSyntaxError, match="jvp through a call of srctrans.jvp"):
-        srctrans.jvp(model.directional, (X0,), (model.v,))
+def test_jvp_of_a_function_calling_jvp(model):
+    out, out_dot = srctrans.jvp(model.directional, (X0,), (model.v,))
+    np.testing.assert_allclose(out, (np.sin(X0) + X0 * np.cos(X0)) @ model.v, rtol=1e-12)
+    np.testing.assert_allclose(out_dot, _hvp(X0, model.v) @ model.v, rtol=1e-12)

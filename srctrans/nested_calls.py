@@ -1,0 +1,446 @@
+"""Calls of srctrans transformations inside a transformed function, as calls of generated files.
+
+A function may call ``srctrans.jvp`` itself (``grad(lambda x: jvp(f, (x,), (v,))[1])``, a
+grad of a jvp, as JAX users write it). Before any transformation reads the function, this
+pass rewrites such a call into a call of a generated file, which every transformation then
+reads as an ordinary user function (a callee), as a call of a ``srctrans.grad`` object reads
+the grad's adjoint file (:mod:`srctrans.nesting`):
+
+``srctrans.jvp(f, (a, b), (ta, tb))``  ->  ``f_jvp(a, b, ta, tb)``: ``f``'s tangent file,
+    returning ``(out, tangent_out)`` (:func:`srctrans.nesting.tangent_function`);
+``srctrans.grad(f, argnums=...)(x)``   ->  ``f_grad(x)``: the grad's adjoint file;
+``srctrans.jit(f)(x)``                  ->  ``f(x)``: compiling is the outer transformation's business.
+
+``f`` must be known before the function runs (a global or closure value: a user function,
+a ``srctrans.grad``, a ``srctrans.jit``), primals and tangents written as tuples or lists,
+one entry per argument. Calls that do not fit are left as written; where the outer
+transformation is a derivative (which cannot read them) they are refused, located at the
+user's line, saying what to write instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+from collections import ChainMap
+from collections.abc import Callable
+from typing import Any
+
+import libcst as cst
+
+from .analysis.names import scan
+from .analysis.resolve import is_user_function, lookup
+from .errors import UnsupportedSyntaxError
+from .parse import ParsedFunction
+
+# transformations whose output is derived from the function's text: an unreadable call is an error there
+_DERIVATIVES = ("grad", "vjp", "jvp")
+
+
+class Nested:
+    """What one build has made for calls of transformations: generated functions, once each.
+
+    ``made`` maps a key of what was asked (``("jvp", f, 2)``) to ``(name, function)``; the same
+    call in two functions of one file reaches the same generated function under one name.
+    """
+
+    def __init__(self, transform_name: str) -> None:
+        self.transform_name = transform_name
+        self.made: dict[tuple, tuple[str, Callable]] = {}
+        self.keep: list[Any] = []  # objects made here (grads) that the functions above belong to
+        self.loops: dict[str, tuple[Any, str, Callable]] = {}  # name of a vmapped function -> (it, name and function it batches)
+
+    def rewrite(self, pf: ParsedFunction, taken: set[str]) -> tuple[ParsedFunction, dict[str, Callable]]:
+        """``pf`` with its calls of transformations rewritten, and the names it now reads from the file.
+
+        ``taken``: the names already used in the generated file, which a new name must avoid
+        unless it names the same function.
+        """
+        if not _reads_srctrans(pf.captured):
+            return pf, {}
+        rewriter = _Rewriter(self, pf, taken)
+        node = pf.node
+        if isinstance(node, cst.Lambda):  # as a def, so that a part of a jvp's pair can be unpacked before the return
+            node = rewriter.as_def(node)
+        node = node.visit(rewriter)
+        if not rewriter.changed:
+            return pf, {}
+        positions = ChainMap(rewriter.positions, pf.positions)
+        return ParsedFunction(pf.captured, pf.module, node, positions), rewriter.introduced
+
+
+class _Rewriter(cst.CSTTransformer):
+    def __init__(self, nested: Nested, pf: ParsedFunction, taken: set[str]) -> None:
+        super().__init__()
+        self.nested = nested
+        self.pf = pf
+        names = scan(pf.node)
+        self.local = names.local | frozenset(names.params)
+        self.used = set(names.all) | set(taken)
+        self.positions: dict[cst.CSTNode, Any] = {}
+        self.introduced: dict[str, Callable] = {}
+        self.changed = False
+        self.pairs: set[str] = set()  # names of tangent functions (they return (out, tangent_out))
+        self.statements: list[list[cst.Assign]] = []  # per enclosing line: statements to put before it
+        self.guarded = 0  # inside a lambda, comprehension or conditional expression: nothing is moved out
+
+    def as_def(self, node: cst.Lambda) -> cst.FunctionDef:
+        where = self.pf.positions[node]
+        line = cst.SimpleStatementLine([cst.Return(node.body.with_changes(lpar=[], rpar=[]))])
+        self.positions[line] = where
+        return cst.FunctionDef(cst.Name(self.pf.captured.name), node.params, cst.IndentedBlock([line]))
+
+    # --- ``jvp(f, (x,), (v,))[1]``: the pair unpacked on a line of its own ---------------------
+    # (reverse mode differentiates unpacking a returned tuple, not indexing it)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.statements.append([])
+
+    def leave_SimpleStatementLine(self, original, updated):
+        before = self.statements.pop()
+        if not before:
+            return updated
+        # one line (``f_out, f_dot = f_jvp(x, v); return f_dot``): one origin comment above it
+        return updated.with_changes(body=[*before, *updated.body])
+
+    def _guard(self, node) -> None:
+        self.guarded += 1
+
+    def _unguard(self, original, updated):
+        self.guarded -= 1
+        return updated
+
+    visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _guard
+    visit_IfExp = visit_BooleanOperation = _guard
+    leave_Lambda = leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = _unguard
+    leave_IfExp = leave_BooleanOperation = _unguard
+
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        call = updated.value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in self.pairs):
+            return updated
+        if not self.statements or self.guarded or len(updated.slice) != 1:
+            return updated
+        index = updated.slice[0].slice
+        k = _literal_index(index.value) if isinstance(index, cst.Index) else None
+        if k not in (0, 1, -1, -2):
+            return updated
+        stem = call.func.value.removesuffix("_jvp")  # f_jvp(x, v)[1] -> f_out, f_dot = f_jvp(x, v)
+        out, dot = self.local_name(f"{stem}_out"), self.local_name(f"{stem}_dot")
+        target = cst.Tuple([cst.Element(cst.Name(out)), cst.Element(cst.Name(dot))], lpar=[], rpar=[])
+        self.statements[-1].append(cst.Assign([cst.AssignTarget(target)], call))
+        return cst.Name(out if k in (0, -2) else dot)
+
+    def local_name(self, stem: str) -> str:
+        name, k = stem, 1
+        while name in self.used or name in self.pf.captured.fn.__globals__:
+            k += 1
+            name = f"{stem}_{k}"
+        self.used.add(name)
+        return name
+
+    # --- positions: a rewritten node keeps the place of the node it replaces ---------------
+
+    def on_leave(self, original, updated):
+        result = super().on_leave(original, updated)
+        if result is not original and isinstance(result, cst.CSTNode):
+            where = self.pf.positions.get(original) or self.positions.get(original)
+            if where is not None:
+                self.positions[result] = where
+        return result
+
+    # --- what a name means before the function runs ---------------------------------------
+
+    def value(self, expr: cst.BaseExpression) -> tuple[bool, Any]:
+        """``(True, value)`` for a global or closure name (or an attribute of one), else ``(False, None)``."""
+        if isinstance(expr, cst.Name):
+            if expr.value in self.local:
+                return False, None
+            cap = self.pf.captured
+            found = lookup(cap.fn, expr.value, cap.closure)
+            return (True, found[1]) if found is not None else (False, None)
+        if isinstance(expr, cst.Attribute):
+            known, base = self.value(expr.value)
+            if known and isinstance(base, types.ModuleType) and hasattr(base, expr.attr.value):
+                return True, getattr(base, expr.attr.value)
+        return False, None
+
+    def api_function(self, expr: cst.BaseExpression) -> str | None:
+        """``"jvp"`` when ``expr`` names ``srctrans.jvp`` (``srctrans.jvp``, ``st.jvp``, ``jvp``) ..."""
+        from . import api
+
+        known, value = self.value(expr)
+        if not known or getattr(value, "__module__", None) != api.__name__:
+            return None
+        name = getattr(value, "__name__", None)
+        return name if getattr(api, str(name), None) is value else None
+
+    # --- the rewrite ------------------------------------------------------------------------
+
+    def _vmapped(self, call: cst.Call) -> None:
+        """A call of a vmapped global or closure value under jit: its name will name a loop (:func:`loop_node`)."""
+        name = call.func.value
+        known, obj = self.value(call.func)
+        if not known or loop_axes(obj) is None or any(a.keyword is not None or a.star for a in call.args):
+            return
+        found = self.nested.loops.get(name)
+        if found is not None:
+            if found[0] is obj:
+                self.introduced[name] = obj
+                self.introduced[found[1]] = found[2]
+            return
+        base = getattr(obj._base, "__srctrans_function__", obj._base)  # a jit's function, a grad's adjoint file
+        if not is_user_function(base):
+            return
+        stem = _stem(base, f"{name}_example")
+        callee = stem if self.pf.captured.fn.__globals__.get(stem) is base else self.fresh(stem, base)
+        self.nested.loops[name] = (obj, callee, base)
+        self.introduced[name] = obj
+        self.introduced[callee] = base
+        self.changed = True
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``updated`` says what is called (its arguments rewritten already); ``original``, where."""
+        if self.nested.transform_name == "jit" and isinstance(updated.func, cst.Name):
+            self._vmapped(updated)
+        name = self.api_function(updated.func)
+        if name == "jvp":
+            return self._jvp(original, updated)
+        if isinstance(updated.func, cst.Call):
+            inner = self.api_function(updated.func.func)
+            if inner in ("grad", "jit"):
+                return self._call_of(inner, original, updated)
+            if inner in ("value_and_grad", "jacfwd", "jacrev", "hessian"):
+                return self.refuse(
+                    original, f"{self.nested.transform_name} through srctrans.{inner}(...)(...) inside the function "
+                    "is not supported yet",
+                    f"call srctrans.{inner} outside the function; inside it, srctrans.grad(f)(x) and "
+                    "srctrans.jvp(f, (x,), (v,)) are differentiated",
+                ) or updated
+        return updated
+
+    def refuse(self, node: cst.CSTNode, message: str, hint: str) -> cst.Call | None:
+        """Raise a located error where the outer transformation is a derivative; elsewhere leave the call."""
+        if self.nested.transform_name in _DERIVATIVES:
+            raise self.pf.error(UnsupportedSyntaxError, node, message, hint)
+        return None
+
+    def function_of(self, expr: cst.BaseExpression, node: cst.Call, what: str) -> Any:
+        """The function a transformation is given: known before the function runs."""
+        from . import api
+
+        if isinstance(expr, cst.Call) and self.api_function(expr.func) in ("grad", "jit"):
+            kind = self.api_function(expr.func)
+            fn = self.function_of(expr.args[0].value if expr.args and expr.args[0].keyword is None else expr, node, what)
+            if fn is None:
+                return None
+            options = self.options(expr, node, f"srctrans.{kind}")
+            if options is None:
+                return None
+            made = getattr(api, kind)(fn, **options)
+            self.nested.keep.append(made)
+            return made
+        known, value = self.value(expr)
+        if known and callable(value):
+            return value
+        return self.refuse(
+            node, f"{what}: the function it is given must be known before the function runs",
+            "give it a function defined outside (a global or closure value), not one computed inside",
+        )
+
+    def options(self, call: cst.Call, node: cst.Call, label: str) -> dict | None:
+        """The keyword arguments of ``call`` after the function, as literals."""
+        out = {}
+        for k, arg in enumerate(call.args):
+            if k == 0 and arg.keyword is None:
+                continue
+            if arg.keyword is None or arg.star:
+                return self.refuse(node, f"pass the options of {label} by keyword here", "e.g. argnums=1")
+            try:
+                out[arg.keyword.value] = ast.literal_eval(self.pf.module.code_for_node(arg.value))
+            except (ValueError, SyntaxError):
+                return self.refuse(
+                    arg, f"{label}: {arg.keyword.value} must be a literal inside a transformed function",
+                    "write its value (a number, True/False, a tuple of numbers)",
+                )
+        return out
+
+    def fresh(self, stem: str, fn: Callable) -> str:
+        for name, known in self.nested.made.values():
+            if known is fn and name not in self.local:
+                return name
+        name, k = stem, 1
+        while name in self.used or name in self.pf.captured.fn.__globals__ or any(n == name for n, _ in self.nested.made.values()):
+            k += 1
+            name = f"{stem}_{k}"
+        self.used.add(name)
+        return name
+
+    def call(self, key: tuple, stem: str, make: Callable[[], Callable], args: list[cst.Arg], node: cst.Call) -> cst.Call:
+        found = self.nested.made.get(key)
+        if found is None:
+            fn = make()
+            found = self.nested.made[key] = (self.fresh(stem, fn), fn)
+        name, fn = found
+        self.introduced[name] = fn
+        self.changed = True
+        func = cst.Name(name)
+        if node in self.pf.positions:
+            self.positions[func] = self.pf.positions[node]
+        return cst.Call(func, args=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args])
+
+    def _jvp(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        from .nesting import tangent_function
+
+        what = "srctrans.jvp inside a transformed function"
+        positional = [a for a in updated.args if a.keyword is None and not a.star]
+        keywords = {a.keyword.value: a for a in updated.args if a.keyword is not None}
+        if any(a.star for a in updated.args) or set(keywords) - {"has_aux"} or len(positional) != 3:
+            return self.refuse(original, f"{what} takes (fun, primals, tangents)",
+                               "write srctrans.jvp(f, (x, ...), (v, ...))") or updated
+        if "has_aux" in keywords and not (
+            isinstance(keywords["has_aux"].value, cst.Name) and keywords["has_aux"].value.value == "False"
+        ):
+            return self.refuse(original, f"{what} with has_aux is not supported yet",
+                               "return the auxiliary value from another call of the function") or updated
+        fun, primals, tangents = (a.value for a in positional)
+        if not all(isinstance(t, (cst.Tuple, cst.List)) for t in (primals, tangents)) or any(
+            isinstance(el, cst.StarredElement) for t in (primals, tangents) for el in t.elements
+        ):
+            return self.refuse(
+                original, f"{what} needs its primals and tangents written out as tuples",
+                "write srctrans.jvp(f, (x, y), (v, w)), one entry per argument of f",
+            ) or updated
+        if len(primals.elements) != len(tangents.elements):
+            return self.refuse(original, f"{what}: {len(primals.elements)} primals but {len(tangents.elements)} tangents",
+                               "give one tangent per primal") or updated
+        fn = self.function_of(fun, original, what)
+        if fn is None:
+            return updated
+        nargs = len(primals.elements)
+        try:
+            tangent = tangent_function(fn, nargs)
+        except (TypeError, ValueError) as err:
+            return self.refuse(original, f"{what}: {err}", "call srctrans.jvp outside the function instead") or updated
+        from .api import Grad
+
+        stem = f"{_stem(fn)}{'_grad' if isinstance(fn, Grad) else ''}_jvp"  # f_grad_jvp: H @ v
+        args = [cst.Arg(el.value) for el in (*primals.elements, *tangents.elements)]
+        made = self.call(("jvp", id(fn), nargs), stem, lambda: tangent, args, original)
+        self.pairs.add(made.func.value)
+        return made
+
+    def _call_of(self, kind: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``srctrans.grad(f, ...)(x)`` and ``srctrans.jit(f)(x)`` written inline."""
+        inner = updated.func
+        what = f"srctrans.{kind}(...)(...) inside a transformed function"
+        if not inner.args or inner.args[0].keyword is not None:
+            return self.refuse(original, f"{what} takes the function first", f"write srctrans.{kind}(f)(x)") or updated
+        if kind == "jit":  # compiling is the outer transformation's business: call the function itself
+            if len(inner.args) > 1:
+                return self.refuse(original, f"{what} with options", "write srctrans.jit(f)(x), or call f") or updated
+            self.changed = True
+            return self.leave_Call(original, updated.with_changes(func=inner.args[0].value))
+        fn = self.function_of(inner.args[0].value, original, what)
+        if fn is None:
+            return updated
+        options = self.options(inner, original, f"srctrans.{kind}")
+        if options is None:
+            return updated
+        from . import api
+
+        try:
+            made = api.grad(fn, **options)
+            target = made.__srctrans_function__
+        except (TypeError, ValueError, AttributeError) as err:
+            return self.refuse(original, f"{what}: {err}", "call srctrans.grad outside the function instead") or updated
+        self.nested.keep.append(made)
+        key = (kind, id(fn), repr(sorted(options.items())))
+        return self.call(key, f"{_stem(fn)}_grad", lambda: target, list(updated.args), original)
+
+
+def _reads_srctrans(cap) -> bool:
+    """Whether the function reads a global or closure value from srctrans (the module, a
+    transformation, a function one made): only then can it call one; the others are not visited."""
+    from .analysis.resolve import _code_names
+
+    closure = cap.closure
+    for name in _code_names(cap.fn.__code__) | set(closure):
+        value = closure[name] if name in closure else cap.fn.__globals__.get(name)
+        module = value.__name__ if isinstance(value, types.ModuleType) else getattr(type(value), "__module__", "")
+        if module.split(".")[0] == "srctrans" or getattr(value, "__module__", None) == "srctrans.api":
+            return True
+    return False
+
+
+def _stem(fn: Any, fallback: str = "fn") -> str:
+    """A name to build generated names from: the function's, or ``fallback`` for a lambda."""
+    name = getattr(fn, "__name__", "")
+    return name if isinstance(name, str) and name.isidentifier() else fallback
+
+
+def _literal_index(expr: cst.BaseExpression) -> int | None:
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer):
+        return -int(expr.expression.value)
+    return None
+
+
+# --- jit of a call of a vmapped function: a loop over the examples in the same file -----------
+
+
+def loop_axes(obj: Any) -> tuple[tuple, tuple] | None:
+    """``(in_axes, out_axes)``, one int or None per parameter and one int per output (or one int
+    for every output), of a vmapped function a compiled loop can call; None for what it cannot:
+    nested vmaps, pytree axes, ``out_axes=None``, a named axis (collectives), a grad returning a
+    tuple of one gradient."""
+    from .batching.api import VMapped
+
+    if not isinstance(obj, VMapped) or obj._inner is not None or obj.axis_name is not None or obj._one_tuple:
+        return None
+    spec = obj.in_axes if isinstance(obj.in_axes, tuple) else (obj.in_axes,) * len(obj._params)
+    out = obj.out_axes if isinstance(obj.out_axes, tuple) else (obj.out_axes,)
+    ints = all(isinstance(a, int) and not isinstance(a, bool) for a in out)
+    if len(spec) != len(obj._params) or not ints or not all(a is None or (isinstance(a, int) and not isinstance(a, bool)) for a in spec):
+        return None
+    if all(a is None for a in spec) and obj.axis_size is None:
+        return None
+    return spec, out
+
+
+def loop_node(name: str, obj: Any, callee: str, np_name: str, outputs: int | None) -> cst.FunctionDef:
+    """``def name(*params)``: the vmapped ``callee`` as a loop over the examples (batching's
+    :func:`srctrans.batching.loop.loop_function`), batch axes moved to the front and back where
+    ``in_axes``/``out_axes`` say."""
+    from .batching.loop import loop_function
+
+    in_axes, out_axes = loop_axes(obj)
+    params = list(obj._params)
+    flags = [a is not None for a in in_axes]
+    if len(out_axes) > 1:
+        outputs = len(out_axes)
+    axes = ", ".join("None" if a is None else str(a) for a in in_axes)
+    why = f"{name} = srctrans.vmap({callee}, in_axes=({axes}{',' if len(in_axes) == 1 else ''})), called in a compiled function"
+    node = loop_function(callee, params, flags, outputs, name, obj.axis_size, False, why)
+    body = list(node.body.body)
+    moves = [
+        cst.parse_statement(f"{p} = {np_name}.ascontiguousarray({np_name}.moveaxis({p}, {a}, 0))  # the batch axis first\n")
+        for p, a in zip(params, in_axes) if a not in (None, 0)
+    ]
+    if moves:  # after the comment saying why this is a loop
+        moves[0] = moves[0].with_changes(leading_lines=body[0].leading_lines)
+        body = [*moves, body[0].with_changes(leading_lines=[]), *body[1:]]
+    ret = body[-1].body[0]
+    values = [e.value for e in ret.value.elements] if isinstance(ret.value, cst.Tuple) else [ret.value]
+    moved_out = out_axes * len(values) if len(out_axes) == 1 else out_axes
+    if any(a != 0 for a in moved_out):
+        values = [
+            v if a == 0 else cst.parse_expression(f"{np_name}.moveaxis({cst.Module([]).code_for_node(v)}, 0, {a})")
+            for v, a in zip(values, moved_out)
+        ]
+        value = values[0] if not isinstance(ret.value, cst.Tuple) else ret.value.with_changes(
+            elements=[cst.Element(v) for v in values]
+        )
+        body[-1] = body[-1].with_changes(body=[ret.with_changes(value=value)])
+    return node.with_changes(body=node.body.with_changes(body=body))

@@ -1,0 +1,428 @@
+"""Calls of srctrans transformations inside a transformed function (srctrans.nested_calls).
+
+``srctrans.jvp(f, (x,), (v,))`` written inside a function becomes a call of ``f``'s tangent
+file, ``srctrans.grad(f)(x)`` a call of the grad's adjoint file, ``srctrans.jit(f)(x)`` a
+call of ``f``: grad, value_and_grad, jvp, vjp and jit of the function then read them as
+ordinary callees (grad of a jvp, as JAX users write it). A call of a vmapped function
+compiles under jit as a loop over the examples calling the function batched.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srctrans
+from srctrans.errors import UnsupportedSyntaxError
+
+MODEL = """
+import numpy as np
+import srctrans
+import srctrans as st
+from srctrans import jvp, grad
+
+def f(x):
+    return np.sum(np.sin(x) * x) * x[0]
+
+def f2(a, b):
+    return np.sum(np.tanh(a * b) + a ** 2)
+
+def helper(x, v):
+    return jvp(f, (x,), (v,))[1]
+
+gf = srctrans.grad(f)
+vgf = srctrans.value_and_grad(f)
+
+def directional(x, v):
+    out, out_dot = srctrans.jvp(f, (x,), (v,))
+    return out_dot
+
+def directional_with_value(x, v):
+    out, out_dot = st.jvp(f, [x], [v])
+    return out * out_dot
+
+def directional_two(a, b, ta, tb):
+    out, out_dot = jvp(f2, (a, b), (ta, tb))
+    return out_dot * out
+
+def through_helper(x, v):
+    return helper(x, v) + helper(2.0 * x, v)
+
+def hvp_of_grad(x, v):
+    g, g_dot = srctrans.jvp(gf, (x,), (v,))
+    return np.sum(g_dot * v) + np.sum(g)
+
+def hvp_of_inline_grad(x, v):
+    g, g_dot = srctrans.jvp(srctrans.grad(f), (x,), (v,))
+    return np.sum(g_dot)
+
+def inline_grad(x, v):
+    return np.sum(srctrans.grad(f)(x) * v)
+
+def inline_grad_argnums(a, b):
+    return np.sum(grad(f2, argnums=1)(a, b) ** 2)
+
+def inline_jit(x, v):
+    return srctrans.jit(f)(x * v)
+
+def computed_function(x, v):
+    g = f
+    return srctrans.jvp(g, (x,), (v,))[1]
+
+def primals_not_written(x, v):
+    primals = (x,)
+    return srctrans.jvp(f, primals, (v,))[1]
+
+def with_aux(x, v):
+    return srctrans.jvp(f, (x,), (v,), has_aux=True)[1]
+
+def wrong_count(x, v):
+    return srctrans.jvp(f2, (x,), (v,))[1]
+
+def calls_vjp(x, v):
+    out, pullback = srctrans.vjp(f, x)
+    return np.sum(pullback(v)[0])
+
+def inline_value_and_grad(x):
+    value, g = srctrans.value_and_grad(f)(x)
+    return value + np.sum(g)
+
+lam = lambda x: np.sum(np.sin(x) * x) * x[0]
+
+def via_lambda(x, v):
+    return jvp(lam, (x,), (v,))[1]
+"""
+
+X = np.array([0.3, -1.2, 2.0])
+V = np.array([1.0, 0.5, -0.7])
+W = np.array([0.4, 0.1, -0.3])
+
+
+@pytest.fixture
+def model(make_module, monkeypatch):
+    monkeypatch.setattr(srctrans.config, "disable_jit", True)
+    return make_module(MODEL)
+
+
+def _f(x):
+    return np.sum(np.sin(x) * x) * x[0]
+
+
+def _grad_f(x):
+    g = (np.sin(x) + x * np.cos(x)) * x[0]
+    g[0] += np.sum(np.sin(x) * x)
+    return g
+
+
+def _hess_f(x):
+    """Hessian of sum(sin(x) * x) * x[0]."""
+    s = np.sin(x) + x * np.cos(x)
+    h = np.diag((2 * np.cos(x) - x * np.sin(x)) * x[0])
+    h[0, :] += s
+    h[:, 0] += s
+    return h
+
+
+def _numeric_grad(fn, x, h=1e-6):
+    out = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = h
+        out[i] = (fn(x + e) - fn(x - e)) / (2 * h)
+    return out
+
+
+# --- grad of a jvp -------------------------------------------------------------------------
+
+
+def test_a_function_calling_jvp_runs_as_written(model):
+    assert np.isclose(model.directional(X, V), _grad_f(X) @ V)
+
+
+def test_grad_of_a_jvp_is_a_hessian_vector_product(model):
+    g = srctrans.grad(model.directional)(X, V)
+    np.testing.assert_allclose(g, _hess_f(X) @ V, rtol=1e-12)
+    np.testing.assert_allclose(g, _numeric_grad(lambda x: model.directional(x, V), X), rtol=1e-7)
+
+
+def test_grad_of_a_jvp_with_respect_to_the_tangent_is_the_gradient(model):
+    np.testing.assert_allclose(srctrans.grad(model.directional, argnums=1)(X, V), _grad_f(X), rtol=1e-12)
+
+
+def test_value_and_grad_of_a_jvp(model):
+    value, g = srctrans.value_and_grad(model.directional_with_value, argnums=(0, 1))(X, V)
+    fx, dfx = _f(X), _grad_f(X) @ V
+    assert np.isclose(value, fx * dfx)
+    np.testing.assert_allclose(g[0], dfx * _grad_f(X) + fx * (_hess_f(X) @ V), rtol=1e-12)
+    np.testing.assert_allclose(g[1], fx * _grad_f(X), rtol=1e-12)
+
+
+def test_jvp_of_a_jvp(model):
+    out, out_dot = srctrans.jvp(model.directional, (X, V), (W, np.zeros(3)))
+    assert np.isclose(out, _grad_f(X) @ V)
+    assert np.isclose(out_dot, W @ _hess_f(X) @ V)
+
+
+@pytest.mark.parametrize("name", ["directional", "directional_with_value", "through_helper", "hvp_of_grad"])
+def test_derivatives_match_central_differences(model, name):
+    srctrans.check_grads(getattr(model, name), (X, V), order=2, modes=("fwd", "rev"))
+
+
+def test_two_arguments_flattened_in_order(model):
+    a, b = X, V
+    ta, tb = W, np.array([0.2, -0.1, 0.3])
+    fn = model.directional_two
+    args = (a, b, ta, tb)
+    srctrans.check_grads(fn, args, order=1, modes=("fwd", "rev"))
+    grads = srctrans.grad(fn, argnums=(0, 1, 2, 3))(*args)
+    for k in range(4):
+        def along(x, k=k):
+            return fn(*args[:k], x, *args[k + 1:])
+
+        np.testing.assert_allclose(grads[k], _numeric_grad(along, args[k]), rtol=1e-6, atol=1e-9)
+
+
+def test_matches_jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+
+    def jf(x):
+        return jnp.sum(jnp.sin(x) * x) * x[0]
+
+    expected = jax.grad(lambda x, v: jax.jvp(jf, (x,), (v,))[1])(X, V)
+    np.testing.assert_allclose(srctrans.grad(lambda x, v: srctrans.jvp(_f, (x,), (v,))[1])(X, V), expected, rtol=1e-12)
+
+
+def test_the_generated_file_calls_the_tangent_function(model):
+    text = srctrans.grad(model.directional).source()
+    assert "def f_jvp(x, x_dot):" in text
+    assert "t1 = f_jvp(x, v)" in text
+    assert "srctrans.jvp(f, (x,), (v,))" in text  # the user's line, as the comment above
+    assert "import srctrans\n" not in text
+
+
+def test_jit_of_a_function_calling_jvp(model):
+    srctrans.config.update("disable_jit", False)
+    for name in ("directional", "through_helper", "hvp_of_grad", "inline_grad"):
+        fn = getattr(model, name)
+        assert np.isclose(srctrans.jit(fn)(X, V), fn(X, V), rtol=1e-13), name
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(model.directional))(X, V), _hess_f(X) @ V, rtol=1e-12)
+
+
+def test_vmap_of_a_function_calling_jvp(model):
+    xs = np.stack([X, 2 * X, -X])
+    out = srctrans.vmap(model.directional, in_axes=(0, None))(xs, V)
+    np.testing.assert_allclose(out, [_grad_f(x) @ V for x in xs], rtol=1e-12)
+
+
+# --- a jvp of a grad, and grad written inline -------------------------------------------------
+
+
+def test_jvp_of_a_lambda(model):
+    np.testing.assert_allclose(srctrans.grad(model.via_lambda)(X, V), _hess_f(X) @ V, rtol=1e-12)
+    assert "def fn_jvp(x, x_dot):" in srctrans.grad(model.via_lambda).source()
+
+
+def test_jvp_of_a_grad_object_inside(model):
+    expected = V @ _hess_f(X) @ V + np.sum(_grad_f(X))
+    assert np.isclose(model.hvp_of_grad(X, V), expected)
+    np.testing.assert_allclose(srctrans.grad(model.hvp_of_grad, argnums=1)(X, V), 2 * _hess_f(X) @ V, rtol=1e-12)
+
+
+def test_jvp_of_an_inline_grad(model):
+    assert np.isclose(srctrans.jit(model.hvp_of_inline_grad)(X, V), np.sum(_hess_f(X) @ V))
+
+
+def test_inline_grad(model):
+    assert np.isclose(srctrans.jit(model.inline_grad)(X, V), _grad_f(X) @ V)
+    np.testing.assert_allclose(srctrans.grad(model.inline_grad)(X, V), _hess_f(X) @ V, rtol=1e-12)
+    _, t = srctrans.jvp(model.inline_grad, (X, V), (W, np.zeros(3)))
+    assert np.isclose(t, W @ _hess_f(X) @ V)
+
+
+def test_inline_grad_with_argnums(model):
+    a, b = X, V
+    value = srctrans.jit(model.inline_grad_argnums)(a, b)
+    db = a * (1 - np.tanh(a * b) ** 2)
+    assert np.isclose(value, np.sum(db**2))
+    srctrans.check_grads(model.inline_grad_argnums, (a, b), order=1, modes=("fwd", "rev"))
+
+
+def test_inline_jit_calls_the_function(model):
+    assert np.isclose(srctrans.jit(model.inline_jit)(X, V), _f(X * V))
+    np.testing.assert_allclose(srctrans.grad(model.inline_jit)(X, V), _grad_f(X * V) * V, rtol=1e-12)
+
+
+# --- refusals, located at the user's line ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("computed_function", "must be known before the function runs"),
+        ("primals_not_written", "primals and tangents written out as tuples"),
+        ("with_aux", "has_aux is not supported yet"),
+        ("wrong_count", "takes 2 arguments, got 1"),
+        ("calls_vjp", "srctrans.vjp inside the function is not supported yet"),
+        ("inline_value_and_grad", "grad through srctrans.value_and_grad"),
+    ],
+)
+def test_what_cannot_be_read_is_refused_with_the_line(model, name, message):
+    fn = getattr(model, name)
+    args = (X, V) if name != "inline_value_and_grad" else (X,)
+    with pytest.raises(UnsupportedSyntaxError, match=message) as info:
+        srctrans.grad(fn)(*args)
+    assert info.value.line is not None
+    assert "srctrans." in (info.value.source_line or "")
+
+
+def test_a_refused_call_still_runs_uncompiled(model):
+    assert np.isclose(srctrans.jit(model.primals_not_written)(X, V), _grad_f(X) @ V)
+
+
+# --- jit of a function calling a vmapped function: a loop over the examples in the file ------
+
+VMAP_MODEL = """
+import numpy as np
+import srctrans
+
+def f(w, x):
+    return np.tanh(w @ x)
+
+def pair(w, x):
+    y = w @ x
+    return np.sin(y), np.sum(y * y)
+
+def loss(w, x, y):
+    return np.sum((np.tanh(w @ x) - y) ** 2)
+
+bf = srctrans.vmap(f, in_axes=(None, 0))
+by_columns = srctrans.vmap(f, in_axes=(None, 1), out_axes=1)
+bpair = srctrans.vmap(pair, in_axes=(None, 0))
+per_example_grads = srctrans.vmap(srctrans.grad(loss), in_axes=(None, 0, 0))
+shared = srctrans.vmap(f, in_axes=(0, None), out_axes=-1)
+unbatched_out = srctrans.vmap(f, in_axes=(None, 0), out_axes=None)
+sines = srctrans.vmap(lambda x: np.sin(x) * x)
+
+def g(w, xs):
+    return bf(w, xs).sum()
+
+def g_columns(w, xs):
+    return by_columns(w, xs)
+
+def g_pair(w, xs):
+    s, q = bpair(w, xs)
+    return np.sum(s) + np.sum(q)
+
+def g_twice(w, xs):
+    return g(w, xs) + np.sum(bf(w, 2.0 * xs)) + np.sum(f(w, xs[0]))
+
+def g_grads(w, xs, ys):
+    return per_example_grads(w, xs, ys)
+
+def g_shared(ws, x):
+    return shared(ws, x)
+
+def g_unbatched(w, xs):
+    return unbatched_out(w, xs)
+
+def g_lambda(w, xs):
+    return np.sum(sines(xs))
+"""
+
+
+@pytest.fixture
+def vmodel(make_module):
+    return make_module(VMAP_MODEL)
+
+
+def _vdata(seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((3, 4)), rng.standard_normal((5, 4)), rng.standard_normal((5, 3))
+
+
+@pytest.mark.parametrize("name", ["g", "g_pair", "g_twice", "g_lambda"])
+def test_jit_of_a_call_of_a_vmapped_function(vmodel, name):
+    w, xs, _ = _vdata()
+    fn = getattr(vmodel, name)
+    assert np.isclose(srctrans.jit(fn)(w, xs), fn(w, xs), rtol=1e-13)
+    assert np.isclose(srctrans.jit(fn)(w, xs[:2]), fn(w, xs[:2]), rtol=1e-13)  # another batch size
+
+
+def test_jit_honours_in_axes_and_out_axes(vmodel):
+    w, xs, _ = _vdata()
+    out = srctrans.jit(vmodel.g_columns)(w, xs.T)
+    assert out.shape == (3, 5)
+    np.testing.assert_allclose(out, vmodel.g_columns(w, xs.T), rtol=1e-13)
+    np.testing.assert_allclose(out, np.tanh(w @ xs.T), rtol=1e-13)
+    ws = np.stack([w, 2 * w])
+    out = srctrans.jit(vmodel.g_shared)(ws, xs[0])
+    np.testing.assert_allclose(out, np.stack([np.tanh(w @ xs[0]), np.tanh(2 * w @ xs[0])], axis=-1), rtol=1e-13)
+
+
+def test_jit_of_a_call_of_a_vmapped_grad(vmodel):
+    w, xs, ys = _vdata()
+    out = srctrans.jit(vmodel.g_grads)(w, xs, ys)
+    expected = [srctrans.grad(vmodel.loss)(w, x, y) for x, y in zip(xs, ys)]
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
+def test_the_jit_file_holds_the_loop(vmodel):
+    text = srctrans.jit(vmodel.g_columns).source()
+    assert "def by_columns(w, x):" in text
+    assert "x = np.ascontiguousarray(np.moveaxis(x, 1, 0))" in text
+    assert "np.moveaxis(out_batch, 0, 1)" in text
+    assert "by_columns = srctrans.vmap(f, in_axes=(None, 1))" in text
+
+
+def test_a_changed_vmap_regenerates_the_jit_file(make_module):
+    mod = make_module(VMAP_MODEL)
+    w, xs, _ = _vdata()
+    first = srctrans.jit(mod.g)(w, xs)
+    mod.bf = srctrans.vmap(mod.f, in_axes=(None, 1))  # the same function, other axes
+    second = srctrans.jit(mod.g)(w, xs.T)
+    assert np.isclose(first, second, rtol=1e-13)
+    assert "in_axes=(None, 1)" in srctrans.jit(mod.g).source()
+
+
+def test_out_axes_none_is_not_looped(vmodel):
+    from srctrans.errors import CompileError
+
+    w, xs, _ = _vdata()
+    with pytest.raises(CompileError, match="unbatched_out"):
+        srctrans.jit(vmodel.g_unbatched)(w, xs)
+
+
+def test_grad_and_jvp_of_a_call_of_a_vmapped_function_keep_their_route(vmodel, monkeypatch):
+    monkeypatch.setattr(srctrans.config, "disable_jit", True)
+    w, xs, _ = _vdata()
+    g = srctrans.grad(vmodel.g)(w, xs)
+    np.testing.assert_allclose(g, (1 - np.tanh(xs @ w.T) ** 2).T @ xs, rtol=1e-12)
+    assert "bf.vjp(" in srctrans.grad(vmodel.g).source()
+
+
+def test_a_jvp_of_a_jvp_inside_matches_jax(make_module):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    mod = make_module(MODEL + '''
+def second(x, v, w):
+    return jvp(helper, (x, v), (w, np.zeros_like(v)))[1]
+
+def make(v, fn):
+    def h(x):
+        return jvp(fn, (x,), (v,))[1]
+    return h
+''')
+
+    def jf(x):
+        return jnp.sum(jnp.sin(x) * x) * x[0]
+
+    def jsecond(x, v, w):
+        return jax.jvp(lambda x, v: jax.jvp(jf, (x,), (v,))[1], (x, v), (w, jnp.zeros_like(v)))[1]
+
+    np.testing.assert_allclose(srctrans.grad(mod.second)(X, V, W), jax.grad(jsecond)(X, V, W), rtol=1e-12)
+    assert np.isclose(srctrans.jit(mod.second)(X, V, W), W @ _hess_f(X) @ V)
+    closure = mod.make(V, mod.f)  # the function and the tangent: closure values
+    np.testing.assert_allclose(srctrans.grad(closure)(X), _hess_f(X) @ V, rtol=1e-12)

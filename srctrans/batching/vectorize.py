@@ -435,9 +435,10 @@ class _Selects:
 
 
 class _Rewrite:
-    def __init__(self, ops: _Ops, axes: Axes) -> None:
+    def __init__(self, ops: _Ops, axes: Axes, once: frozenset = frozenset()) -> None:
         self.ops = ops
         self.axes = axes
+        self.once = once  # names assigned by one line of the function only
         self.batched = axes.batched
         self.outputs_unbatched: set[int] = set()
         # the new ``name = ...`` lines whose right-hand side has a rule, by id (the dicts keep them alive, so
@@ -509,7 +510,8 @@ class _Rewrite:
 
     def _is_fusible(self, small, env) -> bool:
         target = small.targets[0].target.value
-        if not _TEMPORARY.match(target) or target in self.batched and not self.ops.info(small.value, env, self.batched).batched:
+        temporary = _TEMPORARY.match(target) or (_ADJOINT.match(target) and target in self.once)
+        if not temporary or target in self.batched and not self.ops.info(small.value, env, self.batched).batched:
             return False
         try:
             rule, _, _ = self.ops.site(small.value, env, self.batched)
@@ -642,7 +644,7 @@ def vectorize(
             break
         body = _Selects(axes, gen, np_name, body).block(body)
         axes = analyse(body)
-    rewrite = _Rewrite(ops, axes)
+    rewrite = _Rewrite(ops, axes, _assigned_once(body))
     new_body = _without_dead(rewrite.block(body), rewrite.pure, rewrite.fusible)
     new_body = _inline_temporaries(new_body, rewrite.fusible)
     prologue = []
@@ -670,6 +672,29 @@ def _without_dead(body: list, pure: dict, fusible: dict) -> list:
 
 
 _TEMPORARY = re.compile(r"^t\d+$")
+# an adjoint file's intermediate adjoints (``t6_bar``, ``den_bar``): inlined like temporaries
+# when one line assigns them, so that Numba fuses a chain of them into one loop
+_ADJOINT = re.compile(r"^\w+_bar(_\d+)?$")
+
+
+def _assigned_once(body: list) -> frozenset:
+    """The names exactly one simple statement of ``body`` assigns (none a loop's target)."""
+    counts: dict[str, int] = {}
+
+    def walk(stmts) -> None:
+        for st in stmts:
+            if isinstance(st, cst.SimpleStatementLine):
+                for name in _written(st):
+                    counts[name] = counts.get(name, 0) + 1
+                continue
+            if isinstance(st, cst.For):
+                for n in _all_names(st.target):
+                    counts[n.value] = counts.get(n.value, 0) + 2
+            for child in _children(st):
+                walk(child)
+
+    walk(body)
+    return frozenset(name for name, count in counts.items() if count == 1)
 
 
 class _Count(cst.CSTVisitor):

@@ -106,8 +106,8 @@ def ulps(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
     """Error of ``got`` in units in the last place of its dtype, against a more precise ``exact``."""
     rounded = exact.astype(got.dtype)
     finite = np.isfinite(rounded) & np.isfinite(got)
-    scale = np.spacing(np.maximum(np.abs(rounded), np.finfo(got.dtype).tiny)).astype(exact.dtype)
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # the spacing of inf (masked out below)
+        scale = np.spacing(np.maximum(np.abs(rounded), np.finfo(got.dtype).tiny)).astype(exact.dtype)
         return np.where(finite, np.abs(got.astype(exact.dtype) - exact) / scale, 0.0)
 
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import runtime as rt
+from ..config import config
 from ..tree import tree_flatten, tree_unflatten
 
 _METHODS = ("auto", "vectorize", "loop")
@@ -370,8 +372,6 @@ class VMapped:
         return self._derived("jvp", argnums)(*primals, *(tangents[k] for k in argnums))
 
     def _run(self, spec, arrays: list) -> Any:
-        from .. import runtime as rt
-
         try:
             return rt.plain_batches(self._runner(spec)(*arrays))
         except Exception as err:
@@ -414,8 +414,6 @@ class VMapped:
         return labels
 
     def _runner(self, spec) -> Callable:
-        from ..config import config
-
         if self._jit is None or config.disable_jit:
             return spec.python
         return spec.compiled

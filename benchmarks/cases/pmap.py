@@ -89,10 +89,26 @@ def run(repeats: int, log=print) -> CaseResult:
     fastest = {r.impl: min(r.samples) for r in rows}
     result.lines.append(f"  by the fastest call of each (what a busy machine disturbs least): "
                         f"{fastest['pmap(grad), 1 CPU device'] / fastest['pmap(grad), 2 CPU devices']:.2f}x")
+    steady = {name: _back_to_back(impls[name]) for name in ("pmap(grad), 1 CPU device", "pmap(grad), 2 CPU devices")}
+    result.lines.append(f"  back to back (median of 5 samples of 20 consecutive calls each): 1 device {steady['pmap(grad), 1 CPU device'] * 1e3:.2f} ms, "
+                        f"2 devices {steady['pmap(grad), 2 CPU devices'] * 1e3:.2f} ms, speedup "
+                        f"{steady['pmap(grad), 1 CPU device'] / steady['pmap(grad), 2 CPU devices']:.2f}x")
     result.lines.append(f"  (cores this process may use: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'};"
                         " a shared machine lowers the speedup)")
     sharded_rows(result, repeats, log)
     return result
+
+
+def _back_to_back(fn, calls: int = 20, samples: int = 5) -> float:
+    """Seconds per call over ``calls`` consecutive calls (the round-robin samples above alternate
+    implementations one call at a time, so each call of a parallel one starts from idle threads)."""
+    times = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - start) / calls)
+    return sorted(times)[len(times) // 2]
 
 
 def sharded_rows(result: CaseResult, repeats: int, log=print) -> None:

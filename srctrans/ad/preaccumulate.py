@@ -253,15 +253,7 @@ def preaccumulate(rev: Reverse, group: list, block: Block, depth: int) -> bool:
     g = rev.bar(result)
     restart = rev.restarts.get(last_sid)
     if restart is not None:  # as in the operation-by-operation sweep: the older value's adjoint restarts
-        name, known = restart
-        held = rev.gen.fresh(f"{result}_bar", numbered=False)
-        rev.emit(f"{held} = {g}", depth)
-        zeros = f"{g} = rt.zeros_like({values_at[last_sid][name] if known else held})"
-        if name in rev.mutated:
-            rev.emit(zeros, depth)
-        else:
-            rev.pending[name] = zeros
-        g = held
+        g = rev.restart_adjoint(g, result, restart, values_at[last_sid][restart[0]] if restart[1] else None, depth)
     for name in sorted(adjoint, key=lambda n: n == result):  # the result's older value last
         partial = adjoint[name]
         if partial.text is not None and len(partial.source()) > _LONG:  # a long partial: a line of its own

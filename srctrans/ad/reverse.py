@@ -972,6 +972,20 @@ class Reverse:
                 self.emit(f"for _ in range({trips}):", depth)
             self.lines.extend(body_lines)
 
+    def restart_adjoint(self, g: str, target: str, restart: tuple[str, bool], older: str | None, depth: int) -> str:
+        """Hold adjoint ``g`` of ``target`` under a new name and restart the adjoint of the older
+        value (``restart``: its name, and whether ``older``, its value's text, is at hand) from
+        zeros, now or at its first contribution; the held name is returned."""
+        name, known = restart
+        held = self.gen.fresh(f"{target}_bar", numbered=False)
+        self.emit(f"{held} = {g}", depth)
+        zeros = f"{g} = rt.zeros_like({older if known else held})"
+        if name in self.mutated:
+            self.emit(zeros, depth)
+        else:
+            self.pending[name] = zeros
+        return held
+
     def _read(self, sid: int, name: str, depth: int) -> str:
         """The saved value of ``name`` at statement ``sid``, popping it from its tape the first time."""
         key = self.reader.get((sid, name))
@@ -1049,15 +1063,7 @@ class Reverse:
         if restart is not None:
             # the older value of ``target`` is another variable: its adjoint starts afresh, from
             # zeros, or from its first contribution when that comes in this very statement
-            name, known = restart
-            held = self.gen.fresh(f"{target}_bar", numbered=False)
-            self.emit(f"{held} = {g}", depth)
-            zeros = f"{g} = rt.zeros_like({values[name] if known else held})"
-            if name in self.mutated:
-                self.emit(zeros, depth)
-            else:
-                self.pending[name] = zeros
-            g = held
+            g = self.restart_adjoint(g, target, restart, values[restart[0]] if restart[1] else None, depth)
         self._apply(op, g, target, values, depth, block)
         if restart is not None and restart[0] in self.pending:
             self.emit(self.pending.pop(restart[0]), depth)

@@ -260,6 +260,14 @@ _WRAPPERS: dict[tuple, tuple] = {}
 _WRAPPERS_LOCK = threading.Lock()
 
 
+def _compile_options(path, jit_options: dict) -> tuple[dict, tuple]:
+    """The Numba options a ``.shards.py`` file is compiled with (the user's jit options that
+    apply), and the key of its compiled module in ``_WRAPPERS``."""
+    options = {"fastmath": False, "cache": True, "boundscheck": True}
+    options.update({k: v for k, v in jit_options.items() if k in options})
+    return options, (path, tuple(sorted(options.items())))
+
+
 def shards_wrapper(spec, batched: tuple[bool, ...], outputs: int, jit_options: dict) -> tuple[Any, Any]:
     """Write (or reuse) ``<vmap file>.shards.py`` around ``spec``'s function; compile it.
 
@@ -268,9 +276,7 @@ def shards_wrapper(spec, batched: tuple[bool, ...], outputs: int, jit_options: d
     """
     gen = spec.gen
     path = gen.path.with_name(gen.path.name[:-3] + ".shards.py")
-    options = {"fastmath": False, "cache": True, "boundscheck": True}
-    options.update({k: v for k, v in jit_options.items() if k in options})
-    key = (path, tuple(sorted(options.items())))
+    options, key = _compile_options(path, jit_options)
     with _WRAPPERS_LOCK:
         source = gen.path.read_text()
         done = _WRAPPERS.get(key)
@@ -363,9 +369,7 @@ def whole_shards_function(stage: Stage, jit_options: dict) -> Any:
     if gen is None:
         return None
     path = gen.path.with_name(f"{gen.path.stem}.shards.py")
-    options = {"fastmath": False, "cache": True, "boundscheck": True}
-    options.update({k: v for k, v in jit_options.items() if k in options})
-    key = (path, tuple(sorted(options.items())))
+    options, key = _compile_options(path, jit_options)
     with _WRAPPERS_LOCK:
         source = gen.path.read_text()
         done = _WRAPPERS.get(key)

@@ -25,7 +25,7 @@ import libcst as cst
 
 from ..analysis.activity import analyze, names_in, targets_of
 from ..analysis.names import NameGen, scan
-from ..analysis.shapes import operation_kind, same_shapes
+from ..analysis.shapes import same_shapes
 from ..cache import ORIGIN_RE
 from ..rules.derivatives import DERIVATIVES, LINEAR, MULTILINEAR, OPERATORS, SHAPE_ONLY, Rule
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
@@ -43,6 +43,7 @@ from .reverse import (
     check_vmapped_call,
     code,
     is_vmapped,
+    shape_kind,
     transformation_refusal,
     vmap_made_here,
     vmapped_params,
@@ -105,13 +106,7 @@ class Forward:
 
     def _kind(self, value: cst.BaseExpression):
         """For the shape analysis: (the kind of ``value``'s operation, its arguments), or None."""
-        try:
-            op = self.op_of(value)
-        except (NoRuleError, NotDifferentiable):
-            return None
-        if op is None or op.rule is None:
-            return None
-        return operation_kind(op.rule, op.key, op.args, {p: code(e) for p, e in op.args.items()})
+        return shape_kind(self.op_of, value, lambda op: {p: code(e) for p, e in op.args.items()})
 
     def _counts(self, loop: cst.For) -> bool:
         return isinstance(loop.iter, cst.Call) and self.resolve(loop.iter.func) is range

@@ -219,13 +219,7 @@ class Reverse:
         The kind is ``"elementwise"``, ``"number"`` (a result of one number, as ``np.sum(x)``)
         or ``"other"``.
         """
-        try:
-            op = self.op_of(value)
-        except (NoRuleError, NotDifferentiable):
-            return None
-        if op is None or op.rule is None:
-            return None
-        return operation_kind(op.rule, op.key, op.args, op.texts)
+        return shape_kind(self.op_of, value, lambda op: op.texts)
 
     def op_of(self, value: cst.BaseExpression) -> Op | None:
         """The rule and arguments of an ANF right-hand side; None for constants."""
@@ -1334,6 +1328,18 @@ _LOCAL = object()  # what ``resolve`` returns for names bound inside the functio
 
 
 # --- calls of transformed functions (shared with forward mode) ----------------------------------
+
+
+def shape_kind(op_of, value: cst.BaseExpression, texts_of):
+    """For the shape analysis (both modes): ``analysis.shapes.operation_kind`` of ``value``'s
+    operation, or None (no operation, or one without a rule)."""
+    try:
+        op = op_of(value)
+    except (NoRuleError, NotDifferentiable):
+        return None
+    if op is None or op.rule is None:
+        return None
+    return operation_kind(op.rule, op.key, op.args, texts_of(op))
 
 
 def is_vmapped(obj: Any) -> bool:

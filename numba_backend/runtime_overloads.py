@@ -235,6 +235,20 @@ def _unbroadcast_general(g_flat, gshape, out, xshape):
     one work array: every callee and allocation here is compiled again into each caller."""
     m = len(gshape)
     n = len(xshape)
+    trailing = n <= m
+    for e in range(n):
+        if trailing and gshape[m - n + e] != xshape[e]:
+            trailing = False
+    if trailing:  # x is g's trailing shape (a bias): add up g's rows, inner loop contiguous
+        of = out.reshape(out.size)
+        width = of.size
+        for j in range(width):
+            of[j] = 0
+        for row in range(g_flat.size // width if width else 0):
+            base = row * width
+            for j in range(width):
+                of[j] += g_flat[base + j]
+        return
     k = max(m, n, 1)
     w = np.zeros(5 * k, np.int64)
     # rs: shape of g summed down (1 where x has 1, or g has 1 or no axis); rst: its strides

@@ -933,21 +933,28 @@ def _fast_jvp(fn: Callable, primals: tuple, tangents: tuple, has_aux: bool):
         return None
     if visible is None or len(primals) != len(visible):
         return None
-    for p, t in zip(primals, tangents):
+    moving = []
+    for name, p, t in zip(visible, primals, tangents):
         tp = type(p)
         if tp is float:
             if type(t) is not float:
                 return None
+            if t != 0.0:
+                moving.append((name, t))
         elif tp is np.ndarray:
             if type(t) is not np.ndarray or t.shape != p.shape or t.dtype != p.dtype or p.dtype.kind not in "fc":
                 return None
+            if t.size and (t.item(0) != 0 or t.any()):  # (the first entry decides most calls)
+                moving.append((name, t))
         else:
             return None
-    found = _TANGENT_FILES.get((fn, tuple(visible), has_aux))
+    if not moving:
+        return None
+    found = _TANGENT_FILES.get((fn, tuple(name for name, _ in moving), has_aux))
     runner = found.runner if found is not None else None
     if runner is None or runner._simple is None or not runner._direct or runner._simple.returns is not None:
         return None
-    raw = runner._run(runner._simple, [*primals, *tangents])
+    raw = runner._run(runner._simple, [*primals, *(t for _, t in moving)])
     if has_aux:
         return raw[0], raw[2], raw[1]
     return raw
@@ -985,6 +992,11 @@ def _check_tangents(who: str, names: list[str], primals: tuple, tangents: tuple)
                 )
 
 
+def _nonzero(t: Any) -> bool:
+    """Whether a tangent leaf has an entry that is not zero (nan counts as not zero)."""
+    return bool(np.any(t)) if isinstance(t, np.ndarray) else bool(t != 0)
+
+
 def _zero_tangent(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return np.zeros(x.shape, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
@@ -1008,6 +1020,12 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
     the Hessian-vector product ``H(x) @ v`` (forward mode over the adjoint file). With
     ``has_aux=True``, ``fn`` returns ``(out, aux)`` and the result is ``(out, tangent_out, aux)``.
 
+    An argument whose tangent is all zeros is not differentiated: the tangent file for the
+    other arguments runs (one file per such set), so ``jvp(loss, (W, b, x), (tW, tb,
+    zeros))`` costs what a jvp along ``W`` and ``b`` alone costs. This is JAX's symbolic zero
+    for a value a function closes over; computing with the zeros instead would differ only
+    where it gives nan (zero times an infinite partial derivative).
+
     >>> import numpy as np, srctrans
     >>> def f(x):
     ...     return np.sin(x) * x
@@ -1030,7 +1048,10 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
     if len(tangents) != len(primals):
         raise TypeError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents; give one tangent per argument")
     _check_tangents("jvp", visible, primals, tangents)
-    wrt = tuple(n for n, p in zip(visible, primals) if any(_differentiable(x) for x in tree_flatten(p)[0]))
+    wrt = tuple(
+        n for n, p, t in zip(visible, primals, tangents)
+        if any(_differentiable(x) and _nonzero(y) for x, y in zip(tree_flatten(p)[0], tree_flatten(t)[0]))
+    )
     if not wrt:  # nothing varies
         out = fn(*primals)
         if has_aux:
@@ -1386,13 +1407,82 @@ def hessian(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
     ``jacfwd`` of ``grad(fn)`` (every basis vector at once through ``vmap`` of the tangent
     file of the adjoint file): shape ``in.shape + in.shape`` for one argument, ``H[i][j]``
-    for a tuple ``argnums``. Compiled when ``fn`` is a ``srctrans.jit`` (or ``jit(hessian(f))``). Arguments are
-    arrays and floats (pytree arguments are refused with a ``TypeError`` for now).
+    for a tuple ``argnums``. Compiled when ``fn`` is a ``srctrans.jit`` (or ``jit(hessian(f))``). Arguments may
+    be pytrees (dicts, tuples, lists, namedtuples): the result has the gradient's structure,
+    each leaf holding the arguments' structure of ``grad_leaf.shape + arg_leaf.shape`` blocks,
+    as ``jax.hessian`` returns.
     """
     if isinstance(fn, Grad):
         raise TypeError("hessian expects the function itself, not its grad")
-    if isinstance(fn, Jitted) and fn._compile:
-        inner = jit(grad(fn._fn, argnums=argnums), **{k: v for k, v in fn._init_options.items() if not k.startswith("_")})
-    else:
-        inner = grad(fn._fn if isinstance(fn, Jitted) else fn, argnums=argnums)
-    return jacfwd(inner, argnums=argnums)
+    options = {k: v for k, v in fn._init_options.items() if not k.startswith("_")} if isinstance(fn, Jitted) else {}
+    compiled = isinstance(fn, Jitted) and fn._compile
+    user = fn._fn if isinstance(fn, Jitted) else fn
+    inner = jit(grad(user, argnums=argnums), **options) if compiled else grad(user, argnums=argnums)
+    plain = jacfwd(inner, argnums=argnums)
+    state: dict[str, Any] = {}
+
+    def hess(*args):
+        if not any(_is_container(a) for a in args):
+            state["last"] = plain
+            return plain(*args)
+        return _hessian_of_trees(user, argnums, compiled, options, state, args)
+
+    functools.update_wrapper(hess, getattr(user, "__wrapped__", user), updated=())
+    hess._srctrans_jit = lambda opts: hessian(jit(user, **opts), argnums=argnums)
+    hess._srctrans_state = plain._srctrans_state
+
+    def source_path() -> Path:
+        """The vmap file the last call ran (its header says vectorized or looped, and why)."""
+        if "last" not in state:
+            raise ValueError("call the Hessian once so srctrans knows the shapes of its arguments")
+        return state["last"].source_path()
+
+    hess.source_path = source_path
+    hess.source = lambda: source_path().read_text()
+    return hess
+
+
+def _hessian_of_trees(user: Callable, argnums, compiled: bool, options: dict, state: dict, args: tuple):
+    """``hessian`` of a function of pytree arguments: ``jacfwd`` of the adjoint file that takes their leaves.
+
+    The adjoint file for these pytree structures (``f.grad....tree-*.py``) takes one parameter
+    per leaf and returns the gradient's leaves; forward mode over it gives every block
+    ``out_leaf.shape + in_leaf.shape``, arranged as JAX does: the gradient's structure, each
+    leaf holding the inputs' structure (a tuple of them for a tuple ``argnums``).
+    """
+    visible = _visible_params(user)
+    single, nums = _argnums_of(argnums, visible, "hessian")
+    if len(args) != len(visible):
+        raise TypeError(f"hessian: the function takes {len(visible)} arguments, got {len(args)}")
+    _require_float_args("hessian", visible, args, nums)
+    wrt = tuple(visible[k] for k in nums)
+    if "leaf_grad" not in state:
+        runner = Jitted(user, _transform=Transform("grad", (("wrt", wrt), ("grads_only", True))), _compile=False)
+        runner._wrt = wrt
+        state["leaf_grad"] = runner
+    spec, call_args = state["leaf_grad"]._prepare(tuple(args), {})
+    params = spec.gen.meta["params"]
+    positions = tuple(i for i, source in enumerate(params) if source[0] in ("arg", "leaf") and source[1] in wrt)
+    jacobians = state.setdefault("leaf_jacobians", {})
+    key = id(spec)
+    if key not in jacobians:  # one per pytree structure (and static values), as the adjoint files
+        leaf_fn = jit(spec.python, **options) if compiled else spec.python
+        jacobians[key] = (spec, jacfwd(leaf_fn, argnums=positions))
+    leaf_jacobian = jacobians[key][1]
+    state["last"] = leaf_jacobian
+    by_out = leaf_jacobian(*call_args)  # per gradient leaf, a tuple with one block per input leaf
+    if len(positions) == 1:
+        by_out = (by_out,) if not isinstance(by_out, tuple) else by_out
+        by_out = tuple((b,) if not isinstance(b, tuple) else b for b in by_out)
+    elif not (isinstance(by_out, tuple) and by_out and isinstance(by_out[0], tuple)):
+        by_out = (by_out,)
+    in_trees, in_leaves = [], []
+    for k in nums:
+        leaves, treedef = tree_flatten(args[k])
+        in_trees.append(treedef)
+        in_leaves.append(leaves)
+    out_leaves, out_tree = tree_flatten(args[nums[0]] if single else tuple(args[k] for k in nums))  # the gradient's
+    if len(out_leaves) != len(by_out) or any(len(row) != len(positions) for row in by_out):
+        raise RuntimeError("hessian: the adjoint file returned another structure than its arguments'")  # never expected
+    blocks = [[by_out[o][k] for o in range(len(out_leaves))] for k in range(len(positions))]
+    return _arrange(blocks, out_tree, out_leaves, in_trees, in_leaves, single, True)

@@ -5,7 +5,9 @@
   with its argument checks) and the compiled tangent file called directly, and the
   Hessian-vector product ``jvp(jit(grad(euler)))`` (forward over reverse).
 - ``mlp``: the 2-layer tanh MLP loss of ``gradients`` (x (256, 64), W1 (64, 128), W2
-  (128, 10)): the same rows, tangents along all four parameters.
+  (128, 10)): the same rows, tangents along all four parameters and zero tangents for the
+  data x, y (the public call drops zero tangents, as JAX does for closed-over values); JAX
+  side by side with the same six tangents passed to its jitted jvp.
 - ``hessian100``: ``srctrans.hessian`` of ``jit(f)`` for a 100-parameter function
   (``f(x) = sum(tanh(A @ x) ** 2) + 0.5 * sum(x ** 4)``, A (50, 100)): all 100 basis
   vectors at once through the compiled vmap file of the tangent file of the adjoint file
@@ -129,12 +131,43 @@ def _mlp(repeats, rows, lines, log):
         "HVP: srctrans.jvp(jit(grad)) (public call)": (lambda: srctrans.jvp(hvp_fn, args, tangents), inner),
         "NumPy primal (plain function)": (lambda: mlp_loss(*args), inner),
     }
+    try:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+
+        def mlp_jax(W1, b1, W2, b2, x, y):
+            h = jnp.tanh(x @ W1 + b1)
+            return jnp.mean((h @ W2 + b2 - y) ** 2)
+
+        jargs = tuple(jnp.asarray(a) for a in args)
+        jtans = tuple(jnp.asarray(t) for t in tangents)  # arguments of the jitted call, as srctrans gets them
+        j_primal = jax.jit(mlp_jax)
+        j_jvp = jax.jit(lambda a, t: jax.jvp(mlp_jax, a, t))
+        j_hvp = jax.jit(lambda a, t: jax.jvp(jax.grad(mlp_jax, argnums=(0, 1, 2, 3)), a, t))
+        assert np.allclose(j_jvp(jargs, jtans)[1], expected[1], rtol=1e-9)
+        hv = srctrans.jvp(hvp_fn, args, tangents)[1]
+        assert all(np.allclose(a, b, rtol=1e-9, atol=1e-12) for a, b in zip(j_hvp(jargs, jtans)[1], hv))
+        impls["jax.jit primal"] = (lambda: j_primal(*jargs).block_until_ready(), inner)
+        impls["jax.jit(jax.jvp) (same six tangents)"] = (lambda: jax.block_until_ready(j_jvp(jargs, jtans)), inner)
+        impls["jax.jit HVP: jvp(grad) (same six tangents)"] = (lambda: jax.block_until_ready(j_hvp(jargs, jtans)), inner)
+    except Exception as err:  # pragma: no cover - benchmarks report, never fail
+        log(f"  jax rows skipped: {err!r}")
     med = _record("mlp", _timed(impls, repeats), rows)
     p = med["srctrans.jit primal"]
     lines.append(f"mlp (x 256x64, W1 64x128, W2 128x10; {inner} calls per sample):")
     lines.append(goal_line("mlp: jvp (tangent file) / primal", med["compiled tangent file (direct)"] / p, "<=", 2))
     lines.append(goal_line("mlp: jvp (public call) / primal", med["srctrans.jvp(jit) (public call)"] / p, "<=", 2))
     lines.append(goal_line("mlp: HVP (public call) / primal", med["HVP: srctrans.jvp(jit(grad)) (public call)"] / p, "<=", 5))
+    if "jax.jit primal" in med:
+        jp = med["jax.jit primal"]
+        lines.append(
+            f"mlp, JAX side by side: jvp / primal {med['jax.jit(jax.jvp) (same six tangents)'] / jp:.2f}, "
+            f"HVP / primal {med['jax.jit HVP: jvp(grad) (same six tangents)'] / jp:.2f}; "
+            f"srctrans / JAX: primal {p / jp:.2f}, jvp {med['srctrans.jvp(jit) (public call)'] / med['jax.jit(jax.jvp) (same six tangents)']:.2f}, "
+            f"HVP {med['HVP: srctrans.jvp(jit(grad)) (public call)'] / med['jax.jit HVP: jvp(grad) (same six tangents)']:.2f}"
+        )
 
 
 def _hessian100(repeats, rows, lines, log):

@@ -18,6 +18,7 @@ own tangent functions (``g_jvp``), generated once per set of differentiated para
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,8 @@ from ..analysis.activity import analyze, names_in, targets_of
 from ..analysis.names import NameGen, scan
 from ..analysis.shapes import same_shapes
 from ..cache import ORIGIN_RE
+from ..passes.fuse import assigned_once, inline_temporaries
+from ..passes.fuse import children as fuse_children
 from ..rules.derivatives import DERIVATIVES, LINEAR, MULTILINEAR, OPERATORS, SHAPE_ONLY, Rule
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
 from .reverse import (
@@ -91,12 +94,12 @@ class Forward:
         self.lists = _empty_lists(self.body)
         self.line: int | None = None
         self.analyzing = True
-        self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff)
+        self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff, self._shape_only)
         # ``y[i] += v`` into a differentiated array: ``t = y[i]``, ``t1 = t + v``, ``y[i] = t1``
         lowered = _lower_updates(self.body, self.act.active, self.gen)
         if lowered is not self.body:
             self.body = lowered
-            self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff)
+            self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff, self._shape_only)
         self.analyzing = False
         self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
         self.dot_names: dict[str, str] = {}
@@ -119,6 +122,29 @@ class Forward:
         except (NoRuleError, NotDifferentiable):
             return False  # decided later, with a located error if it turns out to matter
         return op is not None and op.rule is not None and op.rule.kind == "nondiff"
+
+    def _shape_only(self, small: cst.Assign) -> set[str]:
+        """Names a runtime helper reads only for a shape or to choose positions: no tangent flows
+        through them (``x`` in ``rt.mean_grad(g, x, None, False)``), so a result whose other
+        arguments are constant is constant too, and its tangent is never computed."""
+        try:
+            op = self.op_of(small.value)
+        except (NoRuleError, NotDifferentiable):
+            return set()
+        if op is None or op.key not in RUNTIME_DERIVATIVES or op.rule is None or op.rule.kind != "vjp":
+            return set()
+        jvp = op.rule.jvp
+        if isinstance(jvp, dict):
+            carried = set(jvp)
+        elif jvp in (LINEAR, MULTILINEAR):
+            carried = set(op.rule.templates)
+        else:
+            return set()
+        inert: set[str] = set()
+        kept: set[str] = set()
+        for param, expr in op.args.items():
+            (kept if param in carried else inert).update(names_in(expr))
+        return inert - kept
 
     def op_of(self, value: cst.BaseExpression) -> _Op | None:
         """The rule and arguments of an ANF right-hand side; None for constants."""
@@ -463,6 +489,8 @@ class Forward:
         jvp = rule.jvp
         if jvp is None:
             raise NoRuleError(f"{op.key} in forward mode (it has no tangent rule yet)", self.line)
+        if jvp in (LINEAR, MULTILINEAR) and not any(p in rule.templates for p in varying):
+            return None  # only arguments read for their shape vary
         if jvp == LINEAR:
             subs = {p: self.tangent_of(e) or self.zeros(e) for p, e in op.args.items() if p in rule.templates}
             return code(_substitute(value, op, subs))
@@ -601,12 +629,61 @@ class Forward:
             tail = f"    return {out}, {out_dot}"
         text = "\n".join([f"def {self.name}({', '.join(params)}):", *self.lines, tail]) + "\n"
         try:
-            return cst.parse_statement(text)
+            fn = cst.parse_statement(text)
         except cst.ParserSyntaxError as err:  # pragma: no cover - a bug here, shown with the text
             raise RuntimeError(f"forward mode produced invalid code:\n{text}") from err
+        return _fuse(fn, self.np_name)
 
 
 # --- small helpers ---------------------------------------------------------------------------
+
+# the temporaries of A-normal form and their tangents: inlined into their one reader when
+# elementwise, so Numba computes a line's value, or its tangent, in one loop
+_TEMPORARY = re.compile(r"^t\d+(_dot)?$")
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power)
+
+
+def _fuse(fn: cst.FunctionDef, np_name: str) -> cst.FunctionDef:
+    """``fn`` with its elementwise temporaries read once inlined (:mod:`srctrans.passes.fuse`)."""
+    body = list(fn.body.body)
+    once = assigned_once(body)
+    fusible: set[int] = set()
+
+    def walk(stmts: list) -> None:
+        for st in stmts:
+            small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                name = small.targets[0].target.value
+                if _TEMPORARY.match(name) and name in once and _elementwise(small.value, np_name):
+                    fusible.add(id(st))
+            for child in fuse_children(st):
+                walk(child)
+
+    walk(body)
+    if not fusible:
+        return fn
+    return fn.with_changes(body=fn.body.with_changes(body=inline_temporaries(body, fusible)))
+
+
+def _elementwise(node: cst.BaseExpression, np_name: str) -> bool:
+    """Arithmetic and elementwise NumPy functions of names and numbers: one loop under Numba."""
+    if isinstance(node, (cst.Name, cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.BinaryOperation):
+        return isinstance(node.operator, _ARITHMETIC) and _elementwise(node.left, np_name) and _elementwise(node.right, np_name)
+    if isinstance(node, cst.UnaryOperation):
+        return isinstance(node.operator, (cst.Minus, cst.Plus)) and _elementwise(node.expression, np_name)
+    if isinstance(node, cst.Call):
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == np_name):
+            return False
+        rule = DERIVATIVES.get(f"numpy.{func.attr.value}")
+        return (
+            rule is not None and rule.kind == "elementwise"
+            and all(a.keyword is None and a.star == "" and _elementwise(a.value, np_name) for a in node.args)
+        )
+    return False
+
 
 
 def _popped(value: cst.BaseExpression, lists: set[str]) -> str | None:
@@ -636,14 +713,14 @@ def _rename(text: str, mapping: dict[str, str]) -> str:
 
 
 def _format(template: str, fill: dict[str, str], np_name: str) -> str:
-    from .reverse import _paren
+    from .reverse import _paren, fold_literals
 
     out = template
     for key, value in fill.items():
         out = out.replace("{" + key + "}", _paren(value))
     if np_name != "np":
         out = out.replace("np.", np_name + ".")
-    return out
+    return fold_literals(out)
 
 
 def _sum(terms: list[str]) -> str:

@@ -1464,7 +1464,48 @@ def _format(template: str, fill: dict[str, str]) -> str:
     out = template
     for key, value in fill.items():
         out = out.replace("{" + key + "}", _paren(value) if key != "g" else value)
-    return out
+    return fold_literals(out)
+
+
+def _number(node: cst.BaseExpression) -> int | float | None:
+    """The value of a number literal (``2``, ``1.0``, ``-3``), else None."""
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return node.evaluated_value
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = _number(node.expression)
+        return None if inner is None else -inner
+    return None
+
+
+class _FoldLiterals(cst.CSTTransformer):
+    """``2 * x ** (2 - 1.0)`` -> ``2 * x``: arithmetic on number literals done, ``** 1.0`` dropped."""
+
+    _OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b}
+
+    def leave_BinaryOperation(self, original, updated):
+        left, right = _number(updated.left), _number(updated.right)
+        if isinstance(updated.operator, cst.Power) and type(right) is float and right == 1.0:
+            return updated.left  # x ** 1.0 is x for the float values a derivative reads
+        fold = self._OPS.get(type(updated.operator))
+        if fold is None or left is None or right is None:
+            return updated
+        value = fold(left, right)
+        number = cst.parse_expression(repr(value))
+        if value < 0:  # keep a negative number one operand: x ** (-1.0)
+            return number.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return number
+
+
+def fold_literals(text: str) -> str:
+    """``text`` with the number arithmetic a rule template leaves (``x ** (2 - 1.0)``) done."""
+    if "**" not in text:
+        return text
+    try:
+        node = cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        return text
+    folded = node.visit(_FoldLiterals())
+    return text if folded.deep_equals(node) else cst.Module([]).code_for_node(folded)
 
 
 def _paren(text: str) -> str:

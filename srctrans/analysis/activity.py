@@ -113,8 +113,13 @@ def _pushed(small) -> str | None:
     return None
 
 
-def analyze(body: list, params: tuple[str, ...], active_params: set[str], is_nondiff) -> Activity:
-    """``is_nondiff(stmt)`` says whether an assignment's value carries no derivative."""
+def analyze(body: list, params: tuple[str, ...], active_params: set[str], is_nondiff, shape_only=None) -> Activity:
+    """``is_nondiff(stmt)`` says whether an assignment's value carries no derivative.
+
+    ``shape_only(stmt)``, when given, names what an assignment's value reads only for a
+    shape or a dtype (``x`` in ``rt.mean_grad(g, x, None, False)``): the value does not
+    become active through those names.
+    """
     top = Block(body, None, False)
     act = Activity([top])
     assigns: list[tuple[list[str], set[str], bool]] = []
@@ -166,6 +171,8 @@ def analyze(body: list, params: tuple[str, ...], active_params: set[str], is_non
                 names = [base]
             for n in names:
                 act.defs.setdefault(n, []).append(block)
+            if shape_only is not None:
+                reads = reads - shape_only(small)
             assigns.append((names, reads, is_nondiff(small)))
         elif isinstance(small, cst.AugAssign):
             target = small.target

@@ -229,3 +229,28 @@ def test_lists_used_as_stacks():
     x, t = np.array([1.0, 2.0]), np.array([1.0, -1.0])
     assert srctrans.jvp(stacks, (x, 1.0), (t, 0.0))[1] == pytest.approx(3.0 * t + 3.0 * np.sum(t))
     assert srctrans.jvp(stacks, (x, -1.0), (t, 0.0))[1] == pytest.approx(2.0 * np.cos(2.0 * x) * t)
+
+
+def _scaled_root(x, y, w):
+    return np.sqrt(x) * y + np.sum(w * y)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_all_zero_tangents_are_symbolic_zeros(compiled):
+    f = srctrans.jit(_scaled_root) if compiled else _scaled_root
+    x, y, w = 0.0, 2.0, np.array([0.5, -1.0])
+    # sqrt's derivative is infinite at 0: computing with the zero tangent of x would give nan;
+    # a zero tangent is not differentiated, as JAX does for a value the function closes over
+    out, t = srctrans.jvp(f, (x, y, w), (0.0, 1.0, np.zeros(2)))
+    assert out == 2.0 * 0.0 + np.sum(w * y) and t == np.sqrt(0.0) + np.sum(w)
+    # the patterns of zeros alternate between calls (the fast path picks each pattern's file)
+    x = 0.8
+    for tangents in [(1.0, 0.0, np.zeros(2)), (0.0, 0.0, np.array([1.0, 2.0])), (1.0, -1.0, np.array([0.0, 3.0]))] * 2:
+        tx, ty, tw = tangents
+        expected = 0.5 / np.sqrt(x) * tx * y + np.sqrt(x) * ty + np.sum(tw * y) + np.sum(w * ty)
+        assert np.isclose(srctrans.jvp(f, (x, y, w), tangents)[1], expected, rtol=1e-13)
+    # nothing varies: the function's value and zeros shaped like it
+    out, t = srctrans.jvp(f, (x, y, w), (0.0, 0.0, np.zeros(2)))
+    assert out == _scaled_root(x, y, w) and t == 0.0
+    # a nan tangent is not zero
+    assert np.isnan(srctrans.jvp(f, (x, y, w), (np.nan, 0.0, np.zeros(2)))[1])

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import srctrans
+from srctrans.tree import tree_leaves
 
 from ..functions.corpus import euler_ode, euler_vector, gmm_like, mlp
 
@@ -100,3 +101,81 @@ def test_compiled_hessian_and_hvp_equal_uncompiled():
     tangents = (np.zeros(3), v, np.zeros_like(args[2]))
     hv = srctrans.jvp(srctrans.jit(srctrans.grad(gmm_like, argnums=1)), args, tangents)[1]
     np.testing.assert_allclose(hv, np.tensordot(expected, v, axes=2), rtol=1e-10, atol=1e-12)
+
+
+# --- pytree arguments -------------------------------------------------------------------
+
+
+def _tree_loss(p, s):
+    h = np.tanh(p["w"] * p["b"][0])
+    return np.sum(h ** 2) * p["b"][1] + s["k"] * np.sum(p["w"] ** 3)
+
+
+def _tree_args():
+    rng = np.random.default_rng(3)
+    return {"w": rng.standard_normal(3), "b": (0.7, -0.4)}, {"k": 1.3}
+
+
+def _flat_loss(w, b0, b1, k):  # _tree_loss over flat arguments
+    h = np.tanh(w * b0)
+    return np.sum(h ** 2) * b1 + k * np.sum(w ** 3)
+
+
+def _flat_hessian(p, s):
+    """Every block by central differences of the gradient of the same loss over flat arguments."""
+    args = [p["w"], p["b"][0], p["b"][1], s["k"]]
+    blocks = {}
+    for i in range(3):
+        for j in range(3):
+            g = srctrans.grad(_flat_loss, argnums=i)
+            x = np.asarray(args[j], dtype=float)
+            cols = []
+            for idx in np.ndindex(*x.shape):
+                up, down = [a for a in args], [a for a in args]
+                step = np.zeros(x.shape)
+                step[idx] = 1e-6
+                up[j], down[j] = (x + step, x - step) if x.shape else (float(x) + 1e-6, float(x) - 1e-6)
+                cols.append((np.asarray(g(*up)) - np.asarray(g(*down))) / 2e-6)
+            out_shape = np.shape(args[i])
+            blocks[i, j] = np.moveaxis(np.array(cols).reshape(x.shape + out_shape), list(range(x.ndim)), list(range(len(out_shape), len(out_shape) + x.ndim)))
+    return blocks
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_hessian_of_a_pytree_argument_matches_differences_and_nests_like_jax(compiled):
+    p, s = _tree_args()
+    f = srctrans.jit(_tree_loss) if compiled else _tree_loss
+    H = srctrans.hessian(f)(p, s)
+    # the gradient's structure (p's), each leaf holding p's structure: H["w"]["b"][0] is d2f / dw db0
+    assert set(H) == {"w", "b"} and set(H["w"]) == {"w", "b"} and len(H["b"]) == 2 and set(H["b"][1]) == {"w", "b"}
+    leaf = {0: ("w",), 1: ("b", 0), 2: ("b", 1)}
+    expected = _flat_hessian(p, s)
+
+    def at(tree, path):
+        for key in path:
+            tree = tree[key]
+        return tree
+
+    for (i, j), block in expected.items():
+        got = at(at(H, leaf[i]), leaf[j])
+        assert np.shape(got) == block.shape
+        np.testing.assert_allclose(got, block, rtol=1e-6, atol=1e-6)
+
+
+def test_hessian_of_pytrees_with_tuple_argnums_and_jit_of_hessian():
+    p, s = _tree_args()
+    H = srctrans.hessian(_tree_loss, argnums=(0, 1))(p, s)
+    # a tuple per gradient leaf: (p's structure, s's structure), as jax.hessian(argnums=(0, 1))
+    assert isinstance(H, tuple) and len(H) == 2
+    d2_dk_dw = H[1]["k"][0]["w"]
+    np.testing.assert_allclose(d2_dk_dw, 3 * p["w"] ** 2, rtol=1e-12)
+    np.testing.assert_allclose(H[0]["w"][1]["k"], 3 * p["w"] ** 2, rtol=1e-12)
+    assert np.shape(H[1]["k"][1]["k"]) == () and abs(H[1]["k"][1]["k"]) < 1e-12
+    compiled = srctrans.jit(srctrans.hessian(_tree_loss, argnums=(0, 1)))(p, s)
+    for a, b in zip(tree_leaves(compiled), tree_leaves(H)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+
+
+def test_hessian_of_a_pytree_with_an_integer_leaf_names_it():
+    with pytest.raises(TypeError, match=r"hessian.*p\['n'\]"):
+        srctrans.hessian(lambda p: np.sum(p["w"] ** 2) * p["n"])({"w": np.ones(2), "n": 3})

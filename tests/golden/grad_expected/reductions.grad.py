@@ -27,7 +27,7 @@ def f_grad(X):
     t6_bar = t7_bar
     spread_bar = rt.sum_grad(t6_bar, spread, None, False)
     t4_bar = rt.sum_grad(t5_bar, t4, None, False)
-    t3_bar = t4_bar * (2 * t3 ** (2 - 1.0))
+    t3_bar = t4_bar * (2 * t3)
     X_bar = X_bar + rt.unbroadcast(t3_bar, X)
     mu_bar = rt.unbroadcast(-t3_bar, mu)
     # reductions.py:6  spread = np.max(X, axis=1) - np.min(X, axis=1)

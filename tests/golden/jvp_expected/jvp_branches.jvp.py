@@ -16,15 +16,12 @@ def f_jvp(x, w, x_dot, w_dot):
         t2 = s > -1.0
         if t2:
             # jvp_branches.py:9  r = s * s + w
-            t3 = s * s
-            t3_dot = s * s_dot + s * s_dot
-            r = t3 + w
-            r_dot = t3_dot + w_dot
+            r = s * s + w
+            r_dot = s * s_dot + s * s_dot + w_dot
         else:
             # jvp_branches.py:11  r = np.exp(s) * w
             t4 = np.exp(s)
-            t4_dot = t4 * s_dot
             r = t4 * w
-            r_dot = w * t4_dot + t4 * w_dot
+            r_dot = w * (t4 * s_dot) + t4 * w_dot
     # jvp_branches.py:12  return r
     return r, r_dot

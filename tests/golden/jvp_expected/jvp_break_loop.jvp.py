@@ -21,9 +21,8 @@ def f_jvp(x, limit, x_dot):
                 t5 = x[i]
                 t5_dot = x_dot[i]
                 t6 = np.sqrt(t5)
-                t6_dot = (0.5 / t6) * t5_dot
                 total = total + t6
-                total_dot = total_dot + t6_dot
+                total_dot = total_dot + (0.5 / t6) * t5_dot
                 # jvp_break_loop.py:10  if total > limit:
                 t7 = total > limit
                 if t7:

@@ -30,8 +30,6 @@ def f_jvp(W1, W2, x, W1_dot, W2_dot):
     # jvp_calls.py:10  o = layer(W2, h)
     o, o_dot = layer_jvp(W2, h, W2_dot, h_dot)
     # jvp_calls.py:11  return np.sum(o * o)
-    t1 = o * o
-    t1_dot = o * o_dot + o * o_dot
-    out = np.sum(t1)
-    out_dot = np.sum(t1_dot)
+    out = np.sum(o * o)
+    out_dot = np.sum(o * o_dot + o * o_dot)
     return out, out_dot

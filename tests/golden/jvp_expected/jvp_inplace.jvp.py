@@ -16,26 +16,20 @@ def f_jvp(x0, k, x0_dot, k_dot):
         t2 = ys[t1]
         t2_dot = ys_dot[t1]
         t3 = 0.1 * k
-        t3_dot = 0.1 * k_dot
         t4 = i - 1
         t5 = ys[t4]
         t5_dot = ys_dot[t4]
-        t6 = t3 * t5
-        t6_dot = t5 * t3_dot + t3 * t5_dot
-        t7 = t2 - t6
+        t6_dot = t5 * (0.1 * k_dot) + t3 * t5_dot
         t7_dot = t2_dot - t6_dot
-        ys[i] = t7
+        ys[i] = t2 - t3 * t5
         ys_dot[i] = t7_dot
     # jvp_inplace.py:9  ys[1:3] *= k
     t9 = ys[1:3]
     t9_dot = ys_dot[1:3]
-    t10 = t9 * k
     t10_dot = k * t9_dot + t9 * k_dot
-    ys[1:3] = t10
+    ys[1:3] = t9 * k
     ys_dot[1:3] = t10_dot
     # jvp_inplace.py:10  return np.sum(ys * ys)
-    t8 = ys * ys
-    t8_dot = ys * ys_dot + ys * ys_dot
-    out = np.sum(t8)
-    out_dot = np.sum(t8_dot)
+    out = np.sum(ys * ys)
+    out_dot = np.sum(ys * ys_dot + ys * ys_dot)
     return out, out_dot

@@ -15,17 +15,12 @@ def f_jvp(X, X_dot):
     spread_dot = t1_dot - t2_dot
     # jvp_reductions.py:7  return np.sum((X - mu) ** 2) + np.sum(spread) + np.std(X)
     t3 = X - mu
-    t3_dot = X_dot - mu_dot
-    t4 = t3 ** 2
-    t4_dot = (2 * t3 ** (2 - 1.0)) * t3_dot
-    t5 = np.sum(t4)
-    t5_dot = np.sum(t4_dot)
+    t5 = np.sum(t3 ** 2)
+    t5_dot = np.sum((2 * t3) * (X_dot - mu_dot))
     t6 = np.sum(spread)
     t6_dot = np.sum(spread_dot)
-    t7 = t5 + t6
-    t7_dot = t5_dot + t6_dot
     t8 = np.std(X)
     t8_dot = rt.sum_to(X_dot * rt.std_grad(rt.ones_like(t8), X, t8, None, 0, False), t8, None, False)
-    out = t7 + t8
-    out_dot = t7_dot + t8_dot
+    out = t5 + t6 + t8
+    out_dot = t5_dot + t6_dot + t8_dot
     return out, out_dot

@@ -3,10 +3,8 @@ import numpy as np
 
 def f_jvp(x, x_dot):
     # jvp_tanh.py:5  y = np.exp(-2.0 * x)
-    t1 = -2.0 * x
-    t1_dot = (-2.0) * x_dot
-    y = np.exp(t1)
-    y_dot = y * t1_dot
+    y = np.exp(-2.0 * x)
+    y_dot = y * ((-2.0) * x_dot)
     # jvp_tanh.py:6  return (1.0 - y) / (1.0 + y)
     num = 1.0 - y
     num_dot = -y_dot

@@ -26,31 +26,29 @@ def f_grad_stage1(t, m):
     out_bar = rt.grad_seed(out)
     # staged_grad_through_pmean.f.grad_grads_only.py:26  t3_bar = rt.sum_grad(out_bar, t3, None, False)
     t3_bar = rt.sum_grad(out_bar, t3, None, False)
-    # staged_grad_through_pmean.f.grad_grads_only.py:27  t2_bar = t3_bar * (2 * t2 ** (2 - 1.0))
-    t4 = 2 - 1.0
-    t5 = t2 ** t4
-    t6 = 2 * t5
-    t2_bar = t3_bar * t6
+    # staged_grad_through_pmean.f.grad_grads_only.py:27  t2_bar = t3_bar * (2 * t2)
+    t4 = 2 * t2
+    t2_bar = t3_bar * t4
     # staged_grad_through_pmean.f.grad_grads_only.py:28  t_bar = rt.unbroadcast(t2_bar, t)
     t_bar = rt.unbroadcast(t2_bar, t)
     # staged_grad_through_pmean.f.grad_grads_only.py:29  m_bar = rt.unbroadcast(-t2_bar, m)
-    t7 = -t2_bar
-    m_bar = rt.unbroadcast(t7, m)
+    t5 = -t2_bar
+    m_bar = rt.unbroadcast(t5, m)
     return t_bar, m_bar
 
 
-def f_grad_stage2(w, x, t, t_bar, t8):
+def f_grad_stage2(w, x, t, t_bar, t6):
     # staged_grad_through_pmean.py:9  m = pmean(t, "i")
-    t_bar = t_bar + t8
+    t_bar = t_bar + t6
     # pmap(grad(f)): the adjoint file has the forward pmean and its adjoint, a pmean of the adjoint
     # staged_grad_through_pmean.py:8  t = np.tanh(x * w)
     # staged_grad_through_pmean.f.grad_grads_only.py:34  t1_bar = t_bar * (1.0 - t * t)
-    t9 = t * t
-    t10 = 1.0 - t9
-    t1_bar = t_bar * t10
+    t7 = t * t
+    t8 = 1.0 - t7
+    t1_bar = t_bar * t8
     # staged_grad_through_pmean.f.grad_grads_only.py:35  w_bar = rt.unbroadcast(t1_bar * x, w)
-    t11 = t1_bar * x
-    w_bar = rt.unbroadcast(t11, w)
+    t9 = t1_bar * x
+    w_bar = rt.unbroadcast(t9, w)
     # staged_grad_through_pmean.f.grad_grads_only.py:36  return w_bar
     return w_bar,
 
@@ -64,7 +62,7 @@ def f_grad_pmap(run, w, x):
     # stage 2 of 3: map over the examples again
     t_bar, m_bar = run.map(f_grad_stage1, (t, m), batched=(True, False))
     # combine: pmean over all the examples (staged_grad_through_pmean.py:9)
-    t8 = run.reduce("sum", m_bar) / m_bar.n
+    t6 = run.reduce("sum", m_bar) / m_bar.n
     # stage 3 of 3: map over the examples again
-    w_bar, = run.map(f_grad_stage2, (w, x, t, t_bar, t8), batched=(False, True, True, True, False))
+    w_bar, = run.map(f_grad_stage2, (w, x, t, t_bar, t6), batched=(False, True, True, True, False))
     return w_bar,

@@ -1094,6 +1094,15 @@ def _argnums_of(argnums, visible: list[str], who: str) -> tuple[bool, tuple[int,
     return single, tuple(n % len(visible) for n in nums)
 
 
+def _jacobian_args(who: str, argnums, visible: list[str], args: tuple) -> tuple[bool, tuple[int, ...]]:
+    """A Jacobian's ``argnums`` checked against the call: one argument per parameter, floats differentiated."""
+    single, nums = _argnums_of(argnums, visible, who)
+    if len(args) != len(visible):
+        raise TypeError(f"{who}: the function takes {len(visible)} arguments, got {len(args)}")
+    _require_float_args(who, visible, args, nums)
+    return single, nums
+
+
 def _require_float_args(who: str, visible: list[str], args: tuple, nums: tuple[int, ...]) -> None:
     for k in nums:
         for path, leaf in tree_flatten_with_path(args[k])[0]:
@@ -1199,10 +1208,7 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     def jacobian(*args):
         target, _ = (fn, None) if not isinstance(fn, Jitted) else (fn._fn, None)
         visible = _visible_params(target)
-        single, nums = _argnums_of(argnums, visible, "jacfwd")
-        if len(args) != len(visible):
-            raise TypeError(f"jacfwd: the function takes {len(visible)} arguments, got {len(args)}")
-        _require_float_args("jacfwd", visible, args, nums)
+        single, nums = _jacobian_args("jacfwd", argnums, visible, args)
         wrt = tuple(visible[k] for k in nums)
         if "runner" not in state:
             state["runner"] = _Tangents(fn, wrt, has_aux)
@@ -1308,10 +1314,7 @@ def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     def jacobian(*args):
         target, compiled = _forward_target(fn)
         visible = _visible_params(target)
-        single, nums = _argnums_of(argnums, visible, "jacrev")
-        if len(args) != len(visible):
-            raise TypeError(f"jacrev: the function takes {len(visible)} arguments, got {len(args)}")
-        _require_float_args("jacrev", visible, args, nums)
+        single, nums = _jacobian_args("jacrev", argnums, visible, args)
         out = fn(*args)
         aux = None
         if has_aux:
@@ -1451,10 +1454,7 @@ def _hessian_of_trees(user: Callable, argnums, compiled: bool, options: dict, st
     leaf holding the inputs' structure (a tuple of them for a tuple ``argnums``).
     """
     visible = _visible_params(user)
-    single, nums = _argnums_of(argnums, visible, "hessian")
-    if len(args) != len(visible):
-        raise TypeError(f"hessian: the function takes {len(visible)} arguments, got {len(args)}")
-    _require_float_args("hessian", visible, args, nums)
+    single, nums = _jacobian_args("hessian", argnums, visible, args)
     wrt = tuple(visible[k] for k in nums)
     if "leaf_grad" not in state:
         runner = Jitted(user, _transform=Transform("grad", (("wrt", wrt), ("grads_only", True))), _compile=False)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.activity import names_in
+
 # A statement reads at most this many names once its temporaries are inlined: LLVM
 # vectorizes Numba's fused loop over four arrays, not over five (it gives up on the checks
 # that the output overlaps none of them), and a loop that is not vectorized is slower than
@@ -153,28 +155,12 @@ def _inline_block(stmts: list, fusible: set[int], reads: dict[str, int]) -> list
     return out
 
 
-def _operands(st: cst.CSTNode) -> set[str]:
+def _operands(st: cst.SimpleStatementLine) -> set[str]:
     """The names a statement reads as values (not modules, attribute names or keywords)."""
     found: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> bool:
-            return False
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
-            return False
-
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)
-            return False
-
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value not in _MODULES:
-                found.add(n.value)
-
-    st.visit(V())
-    return found
+    for small in st.body:
+        found |= names_in(small.value if isinstance(small, cst.Assign) else small)
+    return found - _MODULES
 
 
 def _may_write_through(st: cst.SimpleStatementLine) -> bool:

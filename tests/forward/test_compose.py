@@ -171,3 +171,18 @@ def test_jvp_of_a_function_calling_jvp(model):
     out, out_dot = srctrans.jvp(model.directional, (X0,), (model.v,))
     np.testing.assert_allclose(out, (np.sin(X0) + X0 * np.cos(X0)) @ model.v, rtol=1e-12)
     np.testing.assert_allclose(out_dot, _hvp(X0, model.v) @ model.v, rtol=1e-12)
+
+
+def _scaled_sin(x, n):
+    return np.sin(x) * n
+
+
+def _directional(x):
+    # an integer argument inside a nested jvp: its tangent is the integer 0
+    return srctrans.jvp(_scaled_sin, (x, 3), (np.ones_like(x), 0))[1].sum()
+
+
+def test_nested_jvp_with_an_integer_argument():
+    x = np.array([0.2, 0.5])
+    np.testing.assert_allclose(srctrans.grad(_directional)(x), -np.sin(x) * 3, rtol=1e-13)
+    assert np.isclose(srctrans.jit(_directional)(x), np.sum(np.cos(x) * 3), rtol=1e-13)

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import sharding as _sharding
 from .cache import file_lock, load_module, origin_map
-from .capture import unwrap
+from .capture import capture, unwrap
 from .config import config
 from .errors import CompileError
 from .pipeline import Generated, StaticArgs, Transform, generate
@@ -496,6 +496,10 @@ class Grad(Jitted):
         if self._has_aux:
             options += (("has_aux", True),)
         jit_options = dict(jit_options or {})
+        if jit_options and _calls_transformations(fn):
+            # an adjoint file of its own: calls of vmapped functions become loops Numba compiles
+            # (uncompiled, the vmap file of their vjp runs instead; see srctrans.nested_calls)
+            options += (("compiled", True),)
         super().__init__(fn, **jit_options, _transform=Transform("grad", options), _compile=bool(jit_options))
         self._grad_args = dict(argnums=argnums, has_aux=has_aux, allow_int=allow_int, with_value=with_value)
         self._fast_wrt: tuple[bool, ...] | None = None  # for each parameter: differentiated?
@@ -808,6 +812,16 @@ def jit(
     if isinstance(fn, Grad):  # compile the adjoint file
         return Grad(fn._fn, **fn._grad_args, jit_options=options)
     return Jitted(fn, **options)
+
+
+def _calls_transformations(fn: Callable) -> bool:
+    """Whether ``fn`` reads something of srctrans's, so its body may call a transformation."""
+    from .nested_calls import _reads_srctrans
+
+    try:
+        return _reads_srctrans(capture(unwrap(fn)[0]))
+    except Exception:  # noqa: BLE001 - a function srctrans cannot read fails later, with its own error
+        return False
 
 
 def _transformed(fn) -> Jitted:

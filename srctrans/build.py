@@ -75,7 +75,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     by_fn: dict[int, _Unit] = {}
     namespace: dict[str, tuple[str, Any, _Unit]] = {}  # module-level name -> (kind, identity, first user)
 
-    nested = Nested(transform.name)
+    nested = Nested(transform.name, compiled=dict(transform.options).get("compiled", False))
 
     def add(pf: ParsedFunction, emit_name: str) -> _Unit:
         fence(pf)

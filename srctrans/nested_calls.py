@@ -9,7 +9,12 @@ the grad's adjoint file (:mod:`srctrans.nesting`):
 ``srctrans.jvp(f, (a, b), (ta, tb))``  ->  ``f_jvp(a, b, ta, tb)``: ``f``'s tangent file,
     returning ``(out, tangent_out)`` (:func:`srctrans.nesting.tangent_function`);
 ``srctrans.grad(f, argnums=...)(x)``   ->  ``f_grad(x)``: the grad's adjoint file;
-``srctrans.jit(f)(x)``                  ->  ``f(x)``: compiling is the outer transformation's business.
+``srctrans.jit(f)(x)``                  ->  ``f(x)``: compiling is the outer transformation's business;
+``batched(x)``, ``batched = srctrans.vmap(f, ...)`` (or ``srctrans.vmap(f, ...)(x)`` written inline):
+    under ``jit``, a loop over the examples emitted in the file (:func:`loop_node`); under
+    ``grad``/``vjp``, a loop that reverse mode differentiates as a callee and Numba compiles
+    (:func:`differentiable_loop`). Under ``jit``, what a loop cannot do (nested vmaps, pytree
+    axes, ``out_axes=None``, ``axis_name``) is refused at the call, naming the option.
 
 ``f`` must be known before the function runs (a global or closure value: a user function,
 a ``srctrans.grad``, a ``srctrans.jit``), primals and tangents written as tuples or lists,
@@ -44,8 +49,11 @@ class Nested:
     call in two functions of one file reaches the same generated function under one name.
     """
 
-    def __init__(self, transform_name: str) -> None:
+    def __init__(self, transform_name: str, compiled: bool = False) -> None:
         self.transform_name = transform_name
+        # a grad compiled by jit (its transform says ``compiled=True``): calls of vmapped functions
+        # become loops Numba compiles; uncompiled, the vmap file of their vjp runs (vectorized)
+        self.compiled = compiled
         self.made: dict[tuple, tuple[str, Callable]] = {}
         self.keep: list[Any] = []  # objects made here (grads) that the functions above belong to
         self.loops: dict[str, tuple[Any, str, Callable]] = {}  # name of a vmapped function -> (it, name and function it batches)
@@ -177,20 +185,49 @@ class _Rewriter(cst.CSTTransformer):
 
     # --- the rewrite ------------------------------------------------------------------------
 
-    def _vmapped(self, call: cst.Call) -> None:
-        """A call of a vmapped global or closure value under jit: its name will name a loop (:func:`loop_node`)."""
+    def _vmapped(self, call: cst.Call, original: cst.Call) -> None:
+        """A call of a vmapped global or closure value under jit: its name will name a loop (:func:`loop_node`);
+        what a loop cannot do is refused at the call, naming the option."""
         name = call.func.value
         known, obj = self.value(call.func)
-        if not known or loop_axes(obj) is None or any(a.keyword is not None or a.star for a in call.args):
+        if not known or not _is_vmapped(obj):
             return
+        self._loop(name, obj, call, original, name)
+
+    def _vmapped_derivative(self, call: cst.Call) -> None:
+        """A call of a vmapped global or closure value under grad: a loop over the examples that reverse
+        mode differentiates and Numba compiles (:func:`differentiable_loop`); where none can be
+        written, the call stays (reverse mode calls the vmapped function's ``vjp``, uncompiled only)."""
+        name = call.func.value
+        known, obj = self.value(call.func)
+        if not known or not _is_vmapped(obj) or any(a.keyword is not None or a.star for a in call.args):
+            return
+        made = differentiable_loop(name, obj)
+        if made is None:
+            return
+        self.introduced[name] = made
+        self.changed = True
+
+    def _loop(self, name: str, obj: Any, call: cst.Call, original: cst.Call, label: str) -> None:
+        """Make ``name`` name the loop over the examples of the vmapped ``obj`` (emitted in the file)."""
+        why = loop_refusal(obj)
+        if why is None and any(a.keyword is not None or a.star for a in call.args):
+            why = ("its arguments passed by keyword or with *", "pass them by position")
+        base = getattr(obj._base, "__srctrans_function__", obj._base)  # a jit's function, a grad's adjoint file
+        if why is None and not is_user_function(base):
+            why = (f"a vmap of {_stem(base, repr(base))}, which is not a function srctrans can read",
+                   "vmap a Python function of your own")
+        if why is not None:
+            raise self.pf.error(
+                UnsupportedSyntaxError, original,
+                f"a call of the vmapped {label} inside a compiled function: {why[0]} is not supported there",
+                why[1],
+            )
         found = self.nested.loops.get(name)
         if found is not None:
             if found[0] is obj:
                 self.introduced[name] = obj
                 self.introduced[found[1]] = found[2]
-            return
-        base = getattr(obj._base, "__srctrans_function__", obj._base)  # a jit's function, a grad's adjoint file
-        if not is_user_function(base):
             return
         stem = _stem(base, f"{name}_example")
         callee = stem if self.pf.captured.fn.__globals__.get(stem) is base else self.fresh(stem, base)
@@ -199,10 +236,75 @@ class _Rewriter(cst.CSTTransformer):
         self.introduced[callee] = base
         self.changed = True
 
+    def _inline_vmap(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``srctrans.vmap(f, in_axes=...)(x)`` under jit (a loop of the file) or grad (a loop reverse
+        mode differentiates): as a call of a function vmapped before the function runs."""
+        found = self._made_vmap(original, updated)
+        if found is None:
+            return updated
+        name, made, label = found
+        if self.nested.transform_name == "jit":
+            self._loop(name, made, updated, original, label)
+        else:
+            loop = differentiable_loop(name, made)
+            if loop is None or any(a.keyword is not None or a.star for a in updated.args):
+                return updated  # reverse mode differentiates it through the vmap's vjp (uncompiled)
+            self.introduced[name] = loop
+            self.changed = True
+        func = cst.Name(name)
+        if original in self.pf.positions:
+            self.positions[func] = self.pf.positions[original]
+        return updated.with_changes(func=func)
+
+    def _made_vmap(self, original: cst.Call, updated: cst.Call) -> tuple[str, Any, str] | None:
+        """The name, vmapped function and label of ``srctrans.vmap(f, ...)`` written in a call;
+        what cannot be known before the function runs is refused under jit, left under grad."""
+        from .batching.api import vmap
+
+        inner = updated.func
+        what = "srctrans.vmap(...)(...) inside a compiled function"
+        strict = self.nested.transform_name == "jit"
+
+        def refuse(node, message: str, hint: str) -> None:
+            if strict:
+                raise self.pf.error(UnsupportedSyntaxError, node, f"{what}: {message}" if message else what, hint)
+
+        if not inner.args or inner.args[0].keyword is not None or any(a.star for a in inner.args):
+            return refuse(original, "it takes the function first", "write srctrans.vmap(f, in_axes=...)(x)")
+        known, fn = self.value(inner.args[0].value)
+        if not known or not callable(fn):
+            return refuse(original, "the function it is given must be known before the function runs",
+                          "give it a function defined outside (a global or closure value)")
+        options: dict[str, Any] = {}
+        names = ("in_axes", "out_axes", "axis_size", "axis_name", "method")
+        for k, arg in enumerate(inner.args[1:]):
+            key = arg.keyword.value if arg.keyword is not None else names[k] if k < len(names) else None
+            try:
+                options[str(key)] = ast.literal_eval(self.pf.module.code_for_node(arg.value))
+            except (ValueError, SyntaxError):
+                return refuse(arg, f"{key} must be a literal", "write its value (an int, None, a tuple of them)")
+        key = ("vmap", id(fn), repr(sorted(options.items())))
+        if key in self.nested.made:
+            name, made = self.nested.made[key]
+        else:
+            try:
+                made = vmap(fn, **options)
+            except (TypeError, ValueError) as err:
+                return refuse(original, str(err), "see srctrans.vmap's arguments")
+            self.nested.keep.append(made)
+            name = self.fresh(f"{_stem(fn)}_batched", made)
+            self.nested.made[key] = (name, made)
+        return name, made, f"srctrans.vmap({self.pf.module.code_for_node(inner.args[0].value)}, ...)"
+
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``updated`` says what is called (its arguments rewritten already); ``original``, where."""
         if self.nested.transform_name == "jit" and isinstance(updated.func, cst.Name):
-            self._vmapped(updated)
+            self._vmapped(updated, original)
+        looped = self.nested.transform_name == "jit" or (self.nested.transform_name in ("grad", "vjp") and self.nested.compiled)
+        if looped and self.nested.transform_name != "jit" and isinstance(updated.func, cst.Name):
+            self._vmapped_derivative(updated)
+        if looped and isinstance(updated.func, cst.Call) and self._is_vmap(updated.func.func):
+            return self._inline_vmap(original, updated)
         name = self.api_function(updated.func)
         if name == "jvp":
             return self._jvp(original, updated)
@@ -218,6 +320,12 @@ class _Rewriter(cst.CSTTransformer):
                     "srctrans.jvp(f, (x,), (v,)) are differentiated",
                 ) or updated
         return updated
+
+    def _is_vmap(self, expr: cst.BaseExpression) -> bool:
+        from .batching.api import vmap
+
+        known, value = self.value(expr)
+        return known and value is vmap
 
     def refuse(self, node: cst.CSTNode, message: str, hint: str) -> cst.Call | None:
         """Raise a located error where the outer transformation is a derivative; elsewhere leave the call."""
@@ -390,23 +498,56 @@ def _literal_index(expr: cst.BaseExpression) -> int | None:
 # --- jit of a call of a vmapped function: a loop over the examples in the same file -----------
 
 
-def loop_axes(obj: Any) -> tuple[tuple, tuple] | None:
-    """``(in_axes, out_axes)``, one int or None per parameter and one int per output (or one int
-    for every output), of a vmapped function a compiled loop can call; None for what it cannot:
-    nested vmaps, pytree axes, ``out_axes=None``, a named axis (collectives), a grad returning a
-    tuple of one gradient."""
+def _is_vmapped(obj: Any) -> bool:
     from .batching.api import VMapped
 
-    if not isinstance(obj, VMapped) or obj._inner is not None or obj.axis_name is not None or obj._one_tuple:
+    return isinstance(obj, VMapped)
+
+
+def loop_axes(obj: Any) -> tuple[tuple, tuple] | None:
+    """``(in_axes, out_axes)``, one int or None per parameter and one int per output (or one int
+    for every output), of a vmapped function a compiled loop can call; None for what it cannot
+    (:func:`loop_refusal` says why)."""
+    if not _is_vmapped(obj) or loop_refusal(obj) is not None:
         return None
     spec = obj.in_axes if isinstance(obj.in_axes, tuple) else (obj.in_axes,) * len(obj._params)
     out = obj.out_axes if isinstance(obj.out_axes, tuple) else (obj.out_axes,)
-    ints = all(isinstance(a, int) and not isinstance(a, bool) for a in out)
-    if len(spec) != len(obj._params) or not ints or not all(a is None or (isinstance(a, int) and not isinstance(a, bool)) for a in spec):
-        return None
-    if all(a is None for a in spec) and obj.axis_size is None:
-        return None
     return spec, out
+
+
+def _is_int(a: Any) -> bool:
+    return isinstance(a, int) and not isinstance(a, bool)
+
+
+def loop_refusal(obj: Any) -> tuple[str, str] | None:
+    """Why a compiled loop over the examples cannot call the vmapped ``obj``: ``(the option, what
+    to write instead)``; None when it can. Loops take one int or None per parameter, one int per
+    output: nested vmaps, pytrees of axes, ``out_axes=None`` and named axes are not looped."""
+    outside = "or call it outside the compiled function"
+    if obj._inner is not None:
+        return ("a nested vmap (vmap of a vmapped function)",
+                f"compile the whole nest instead: srctrans.jit(srctrans.vmap(srctrans.vmap(f, ...), ...)), {outside}")
+    if obj.axis_name is not None:
+        return (f"axis_name={obj.axis_name!r} (a collective needs every example at once, a loop sees one)",
+                f"compute the collective in the compiled function from the batched result, {outside}")
+    if obj._one_tuple:
+        return ("a vmapped grad with argnums=(k,), which returns a tuple of one gradient", f"use argnums=k, {outside}")
+    spec = obj.in_axes if isinstance(obj.in_axes, tuple) else (obj.in_axes,) * len(obj._params)
+    if not all(a is None or _is_int(a) for a in spec):
+        return (f"in_axes={obj.in_axes!r} (axes for the parts of a pytree argument)",
+                f"pass arrays, with one int or None per argument, {outside}")
+    if len(spec) != len(obj._params):
+        return (f"in_axes={obj.in_axes!r} for {len(obj._params)} parameters", "give one int or None per parameter")
+    out = obj.out_axes if isinstance(obj.out_axes, tuple) else (obj.out_axes,)
+    if any(a is None for a in out):
+        return ("out_axes=None (an output the same for every example)",
+                f"use out_axes=0 and take [0] of that output, {outside}")
+    if not all(_is_int(a) for a in out):
+        return (f"out_axes={obj.out_axes!r} (axes for the parts of a pytree result)",
+                f"return arrays, with one int per output, {outside}")
+    if all(a is None for a in spec) and obj.axis_size is None:
+        return ("in_axes None for every argument without axis_size", "give axis_size")
+    return None
 
 
 def loop_node(name: str, obj: Any, callee: str, np_name: str, outputs: int | None) -> cst.FunctionDef:
@@ -444,3 +585,86 @@ def loop_node(name: str, obj: Any, callee: str, np_name: str, outputs: int | Non
         )
         body[-1] = body[-1].with_changes(body=[ret.with_changes(value=value)])
     return node.with_changes(body=node.body.with_changes(body=body))
+
+
+# --- grad of a call of a vmapped function: a loop reverse mode differentiates, and Numba compiles ---
+
+
+_DIFFERENTIABLE_LOOPS: dict[tuple, tuple[Any, Callable]] = {}  # (id of the vmapped function, name) -> (it, its loop)
+
+
+def differentiable_loop(name: str, obj: Any) -> Callable | None:
+    """The vmapped ``obj`` as a plain function ``name`` looping over the examples, written so that
+    reverse mode differentiates it as any callee (each example's output written into a row of
+    zeros; shared arguments' cotangents summed over the examples by the adjoint) and Numba
+    compiles it. None for what a loop cannot call (:func:`loop_refusal`). A function of several
+    outputs is called once per output per example (reverse mode does not differentiate a tuple
+    unpacked in a loop yet, but does in a callee).
+
+    Its text lives in :mod:`linecache` under a name of its own; the generated file of the
+    function calling ``obj`` holds it as it holds any callee. The first example is computed
+    once more to size the results (zeros for an empty batch), and results are float arrays.
+    """
+    import linecache
+
+    import numpy as np
+
+    from . import runtime
+    from .batching.loop import outputs_of
+    from .capture import capture
+    from .parse import parse_function
+
+    key = (id(obj), name)
+    if key in _DIFFERENTIABLE_LOOPS and _DIFFERENTIABLE_LOOPS[key][0] is obj:
+        return _DIFFERENTIABLE_LOOPS[key][1]
+    axes = loop_axes(obj)
+    base = getattr(obj._base, "__srctrans_function__", obj._base)
+    if axes is None or not is_user_function(base):
+        return None
+    in_axes, out_axes = axes
+    outputs = outputs_of(parse_function(capture(base)).node)
+    count = 1 if outputs is None else outputs
+    out_axes = out_axes * count if len(out_axes) == 1 else out_axes
+    if len(out_axes) != count:
+        return None
+    params = list(obj._params)
+    callee = _stem(base, "example")
+    if callee in params or callee == name:
+        callee = f"{callee}_example"
+    first = next((p for p, a in zip(params, in_axes) if a is not None), None)
+    size = f"{first}.shape[0]" if first is not None else repr(obj.axis_size)
+    axes_text = ", ".join("None" if a is None else str(a) for a in in_axes) + ("," if len(in_axes) == 1 else "")
+    example = ", ".join(f"rt.batch_example({p})" if a is not None else p for p, a in zip(params, in_axes))
+    each = ", ".join(f"{p}[i]" if a is not None else p for p, a in zip(params, in_axes))
+    signature = ", ".join(params)
+    # several outputs: one function per output, each unpacking the callee's tuple (reverse mode
+    # differentiates that in a callee, not in a loop); each example is computed once per output
+    parts = [callee] if outputs is None else [f"{name}_output{k}" for k in range(count)]
+    outs = ["out"] if outputs is None else [f"out{k}" for k in range(count)]
+    lines = []
+    for k, part in enumerate(parts if outputs is not None else []):
+        results = ", ".join(f"r{j}" for j in range(count)) + ("," if count == 1 else "")
+        lines += [f"def {part}({signature}):", f"    {results} = {callee}({signature})", f"    return r{k}", "", ""]
+    lines += [
+        f"def {name}({signature}):",
+        f"    # vmap by a loop over the examples: {name} = srctrans.vmap({callee}, in_axes=({axes_text})), differentiated",
+        *(f"    {p} = np.moveaxis({p}, {a}, 0)  # the batch axis first" for p, a in zip(params, in_axes) if a not in (None, 0)),
+        f"    n = {size}  # the batch size",
+        *(f"    {o}_first = {part}({example})  # sizes the result (zeros for an empty batch)" for o, part in zip(outs, parts)),
+        *(f"    {o} = np.zeros((n,) + np.shape({o}_first))" for o in outs),
+        "    for i in range(n):",
+        *(f"        {o}[i] = {part}({each})" for o, part in zip(outs, parts)),
+        "    return " + ", ".join(o if a == 0 else f"np.moveaxis({o}, 0, {a})" for o, a in zip(outs, out_axes))
+        + ("," if outputs == 1 else ""),
+    ]
+    text = "\n".join(lines) + "\n"
+    import hashlib
+
+    where = f"{getattr(base, '__module__', '')}.{getattr(base, '__qualname__', '')}"
+    tag = hashlib.sha1(f"{text}|{where}".encode()).hexdigest()[:8]  # the same name in every process
+    filename = f"<srctrans: the loop of the vmapped {name}, {tag}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    space: dict[str, Any] = {"__name__": "srctrans_vmap_loops", "np": np, "rt": runtime, callee: base}
+    exec(compile(text, filename, "exec"), space)  # noqa: S102 -- our own text, kept in linecache for capture
+    _DIFFERENTIABLE_LOOPS[key] = (obj, space[name])
+    return space[name]

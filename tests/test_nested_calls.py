@@ -9,6 +9,8 @@ compiles under jit as a loop over the examples calling the function batched.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -386,12 +388,64 @@ def test_a_changed_vmap_regenerates_the_jit_file(make_module):
     assert "in_axes=(None, 1)" in srctrans.jit(mod.g).source()
 
 
-def test_out_axes_none_is_not_looped(vmodel):
-    from srctrans.errors import CompileError
-
+def test_out_axes_none_is_refused_at_the_call(vmodel):
     w, xs, _ = _vdata()
-    with pytest.raises(CompileError, match="unbatched_out"):
+    with pytest.raises(UnsupportedSyntaxError, match=r"vmapped unbatched_out inside a compiled function: out_axes=None") as err:
         srctrans.jit(vmodel.g_unbatched)(w, xs)
+    assert err.value.line is not None and "return unbatched_out(w, xs)" in err.value.source_line
+    assert "out_axes=0" in str(err.value)  # what to write instead
+
+
+NOT_LOOPED = """
+import numpy as np
+import srctrans
+
+def h(w, x):
+    return np.tanh(w @ x)
+
+def hp(p, x):
+    return np.tanh(p["w"] @ x)
+
+def centered(x):
+    return x - srctrans.pmean(x, "i")
+
+nest = srctrans.vmap(srctrans.vmap(h, in_axes=(None, 0)), in_axes=(None, 0))
+by_dict = srctrans.vmap(hp, in_axes=({"w": None}, 0))
+named = srctrans.vmap(centered, axis_name="i")
+
+def g_nest(w, xss):
+    return np.sum(nest(w, xss))
+
+def g_dict(w, xs):
+    return np.sum(by_dict({"w": w}, xs))
+
+def g_named(xs):
+    return np.sum(named(xs))
+
+def g_inline(w, xs):
+    return np.sum(srctrans.vmap(h, (None, 1), 1)(w, xs))
+"""
+
+
+@pytest.mark.parametrize("name, option", [
+    ("g_nest", "a nested vmap"), ("g_dict", "in_axes=({'w': None}, 0)"), ("g_named", "axis_name='i'"),
+])
+def test_what_a_compiled_loop_cannot_do_is_refused_naming_the_option(make_module, name, option):
+    mod = make_module(NOT_LOOPED)
+    w, xs, _ = _vdata()
+    args = {"g_nest": (w, xs[None]), "g_dict": (w, xs), "g_named": (xs,)}[name]
+    np.asarray(getattr(mod, name)(*args))  # uncompiled, it runs
+    with pytest.raises(UnsupportedSyntaxError, match=re.escape(option)) as err:
+        srctrans.jit(getattr(mod, name))(*args)
+    assert err.value.line == next(i for i, t in enumerate(NOT_LOOPED.splitlines(), 1) if f"def {name}(" in t) + 1
+
+
+def test_jit_of_a_vmap_made_in_the_call(make_module):
+    mod = make_module(NOT_LOOPED)
+    w, xs, _ = _vdata()
+    got = srctrans.jit(mod.g_inline)(w, xs.T)
+    assert np.isclose(got, sum(np.sum(mod.h(w, x)) for x in xs), rtol=1e-13)
+    assert "def h_batched(w, x):" in srctrans.jit(mod.g_inline).source()
 
 
 def test_grad_and_jvp_of_a_call_of_a_vmapped_function_keep_their_route(vmodel, monkeypatch):
@@ -399,7 +453,77 @@ def test_grad_and_jvp_of_a_call_of_a_vmapped_function_keep_their_route(vmodel, m
     w, xs, _ = _vdata()
     g = srctrans.grad(vmodel.g)(w, xs)
     np.testing.assert_allclose(g, (1 - np.tanh(xs @ w.T) ** 2).T @ xs, rtol=1e-12)
-    assert "bf.vjp(" in srctrans.grad(vmodel.g).source()
+    assert "bf.vjp(" in srctrans.grad(vmodel.g).source()  # uncompiled: the vmap of the vjp (vectorized)
+    text = srctrans.jit(srctrans.grad(vmodel.g)).source()  # compiled: a loop, differentiated
+    assert "def bf(w, x):" in text and "def bf_vjp(" in text and "bf.vjp(" not in text
+
+
+GRAD_MODEL = """
+import numpy as np
+import srctrans
+
+def h(w, x):
+    return np.tanh(w @ x)
+
+def two(w, x):
+    y = w @ x
+    return np.sin(y), np.sum(y * y)
+
+hv = srctrans.vmap(h, in_axes=(None, 0))
+by_columns = srctrans.vmap(h, in_axes=(None, 1), out_axes=1)
+twos = srctrans.vmap(two, in_axes=(None, 0))
+
+def g_global(w, xs):
+    return np.sum(hv(w, xs))
+
+def g_inline(w, xs):
+    return np.sum(srctrans.vmap(h, in_axes=(None, 0))(w, xs))
+
+def g_columns(w, xs):
+    return np.sum(by_columns(w, xs.T) ** 2)
+
+def g_two(w, xs):
+    s, q = twos(w, xs)
+    return np.sum(s) + np.sum(q)
+
+def per_example_sum(w, xs):
+    s = 0.0
+    for i in range(xs.shape[0]):
+        s = s + np.sum(h(w, xs[i]))
+    return s
+
+def per_example_squares(w, xs):
+    s = 0.0
+    for i in range(xs.shape[0]):
+        s = s + np.sum(h(w, xs[i]) ** 2)
+    return s
+"""
+
+
+@pytest.mark.parametrize("name, oracle", [
+    ("g_global", "per_example_sum"), ("g_inline", "per_example_sum"), ("g_columns", "per_example_squares"),
+])
+def test_grad_and_jit_grad_of_a_call_of_a_vmapped_function(make_module, name, oracle):
+    mod = make_module(GRAD_MODEL)
+    w, xs, _ = _vdata(3)
+    want = srctrans.grad(getattr(mod, oracle))(w, xs)
+    fn = getattr(mod, name)
+    np.testing.assert_allclose(srctrans.grad(fn)(w, xs), want, rtol=1e-12, atol=1e-12)
+    compiled = srctrans.jit(srctrans.grad(fn))
+    np.testing.assert_allclose(compiled(w, xs), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(compiled(w, xs[:2]), srctrans.grad(getattr(mod, oracle))(w, xs[:2]), rtol=1e-12, atol=1e-12)
+
+
+def test_grad_through_an_empty_batch_and_of_several_outputs(make_module):
+    mod = make_module(GRAD_MODEL)
+    w, xs, _ = _vdata(4)
+    np.testing.assert_array_equal(srctrans.grad(mod.g_global)(w, xs[:0]), np.zeros_like(w))
+    # several outputs: one loop function per output, each unpacking the example's tuple
+    y = xs @ w.T
+    want = (np.cos(y) + 2.0 * y).T @ xs
+    np.testing.assert_allclose(srctrans.grad(mod.g_two)(w, xs), want, rtol=1e-12)
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(mod.g_two))(w, xs), want, rtol=1e-12)
+    assert "def twos_output1(w, x):" in srctrans.jit(srctrans.grad(mod.g_two)).source()
 
 
 def test_a_jvp_of_a_jvp_inside_matches_jax(make_module):

@@ -17,6 +17,7 @@ from ..rules.batching import Info
 
 def batch_entry(entry, transform, np_name: str, namespace, static) -> tuple[list[cst.FunctionDef], str, dict]:
     """Replace ``entry.node`` by the batched entry; returns the functions emitted before it, a note, meta."""
+    from ..ad.reverse import _LOCAL
     from ..build import _at_line, _entry_signature, _resolver, _structured
     from ..emit import clean_signature, with_origins
     from ..errors import UnsupportedSyntaxError
@@ -44,8 +45,6 @@ def batch_entry(entry, transform, np_name: str, namespace, static) -> tuple[list
         why = "Numba could not compile the vectorized rewrite (jit with method='auto')"
     meta: dict = {}
     if method != "loop":
-        from ..ad.reverse import _LOCAL
-
         normal = anf(_structured(unit, desugar(with_origins(pf), np_name, modules)), frozenset(namespace))
         normal = clean_signature(normal, entry.emit_name)
         normal, _ = _entry_signature(unit, normal, static)
@@ -65,16 +64,73 @@ def batch_entry(entry, transform, np_name: str, namespace, static) -> tuple[list
             entry.emit_name = name
             meta["vmap"] = {"method": "vectorize", "unbatched_outputs": unbatched}
             return [], "vmap method: vectorized (every statement has a batching rule)", meta
-        outputs = outputs_of(normal)
     else:
         normal = anf(_structured(unit, desugar(with_origins(pf), np_name, modules)), frozenset(namespace))
         normal, _ = _entry_signature(unit, clean_signature(normal, entry.emit_name), static)
-        outputs = outputs_of(_return_display(normal))
+        normal = _return_display(normal)
+        resolve = _resolver(unit, normal, np_name, _LOCAL)
+    _refuse_collectives(normal, resolve, pf, why)
+    outputs = outputs_of(normal)
     wrapper = loop_function(entry.emit_name, params, list(flags), outputs, name, axis_size, bool(options.get("parallel")), why)
     entry.node = wrapper
     entry.emit_name = name
     meta["vmap"] = {"method": "loop", "unbatched_outputs": []}
     return [plain], f"vmap method: a loop over the examples, because {why}", meta
+
+
+def _refuse_collectives(node: cst.FunctionDef, resolve, pf, why: str) -> None:
+    """A collective (``psum(x, "i")`` ...) in a function vmap loops over cannot see the other
+    examples: refuse it at its line, with the reason the function is looped over."""
+    from ..build import _at_line
+    from ..cache import ORIGIN_RE
+    from ..errors import UnsupportedSyntaxError
+    from ..rules.batching import BATCHING
+    from .vectorize import code, rule_key
+
+    found: list[tuple[cst.Call, int | None]] = []
+
+    class Calls(cst.CSTVisitor):
+        line: int | None = None
+
+        def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> None:
+            self._mark(n)
+
+        def visit_If(self, n: cst.If) -> None:
+            self._mark(n)
+
+        def visit_For(self, n: cst.For) -> None:
+            self._mark(n)
+
+        def visit_While(self, n: cst.While) -> None:
+            self._mark(n)
+
+        def _mark(self, n) -> None:
+            for ll in n.leading_lines:
+                m = ORIGIN_RE.match(ll.comment.value) if ll.comment is not None else None
+                if m:
+                    self.line = int(m["line"])
+
+        def visit_Call(self, call: cst.Call) -> None:
+            try:
+                obj = resolve(call.func)
+            except Exception:  # noqa: BLE001 -- a name the resolver does not know is no collective
+                return
+            key = rule_key(obj) if obj is not None else None
+            if key is not None and BATCHING[key].kind == "collective":
+                found.append((call, self.line))
+
+    node.body.visit(Calls())
+    if not found:
+        return
+    call, line = found[0]
+    looping = "method='loop' was asked for" in why
+    raise _at_line(
+        pf, UnsupportedSyntaxError, line,
+        f"{code(call)} needs every example of the batch at once, but vmap calls this function "
+        f"one example at a time here: {why}",
+        "use vmap(..., method='auto') so that the vectorized rewrite gives the collective the whole batch"
+        if looping else "change what stops the vectorized rewrite (above), or compute the collective outside this function",
+    )
 
 
 def _return_display(node: cst.FunctionDef) -> cst.FunctionDef:

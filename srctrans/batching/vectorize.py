@@ -30,9 +30,13 @@ import libcst as cst
 from ..analysis.axes import Axes, analyze
 from ..analysis.names import NameGen, scan
 from ..cache import ORIGIN_RE
+from ..passes.fuse import assigned_once as _assigned_once
+from ..passes.fuse import children as _children
+from ..passes.fuse import inline_temporaries as _inline_temporaries
 from ..rules import object_named
 from ..rules.batching import _NO_VALUE, BATCHING, BatchRule, Info, Operand, Site, Unbatchable, pad
 from ..rules.derivatives import OPERATORS
+from .tuples import split_displays
 
 _CODE = cst.Module(body=[])
 
@@ -597,9 +601,12 @@ class _Rewrite:
         elements = [el.value for el in value.elements] if isinstance(value, cst.Tuple) else [value]
         texts = []
         for i, el in enumerate(elements):
+            if isinstance(el, cst.Tuple):  # a nested result (a pytree the function made): each leaf batched
+                texts.append(self._returned(el, env))
+                continue
             o = self.ops.operand(el, env, self.batched)
             if o.info.length is not None and not isinstance(el, cst.Name):
-                raise Unbatchable("a returned tuple inside a tuple")
+                raise Unbatchable("a returned list inside a tuple")
             if o.batched:
                 texts.append(o.text)
             else:
@@ -608,6 +615,16 @@ class _Rewrite:
         if isinstance(value, cst.Tuple):
             return "return " + ", ".join(texts) + ("," if len(texts) == 1 else "")
         return f"return {texts[0]}"
+
+    def _returned(self, value: cst.BaseExpression, env) -> str:
+        """A returned value inside the returned tuple, with the batch axis first in each leaf."""
+        if isinstance(value, cst.Tuple):
+            parts = [self._returned(el.value, env) for el in value.elements]
+            return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        o = self.ops.operand(value, env, self.batched)
+        if o.info.length is not None:
+            raise Unbatchable("a returned tuple whose elements are not known")
+        return o.text if o.batched else self._broadcast(o.text)
 
 
 def vectorize(
@@ -625,6 +642,7 @@ def vectorize(
     Raises :class:`NoBatchRule` with the user's line for a statement no rule expresses.
     """
     gen = NameGen(scan(node).all | {"rt", np_name})
+    node = split_displays(node, gen)
     n_name = gen.fresh("n", numbered=False)
     ops = _Ops(resolve, local_marker, np_name, n_name, axis_name)
     body = list(node.body.body)
@@ -677,146 +695,6 @@ _TEMPORARY = re.compile(r"^t\d+$")
 _ADJOINT = re.compile(r"^\w+_bar(_\d+)?$")
 
 
-def _assigned_once(body: list) -> frozenset:
-    """The names exactly one simple statement of ``body`` assigns (none a loop's target)."""
-    counts: dict[str, int] = {}
-
-    def walk(stmts) -> None:
-        for st in stmts:
-            if isinstance(st, cst.SimpleStatementLine):
-                for name in _written(st):
-                    counts[name] = counts.get(name, 0) + 1
-                continue
-            if isinstance(st, cst.For):
-                for n in _all_names(st.target):
-                    counts[n.value] = counts.get(n.value, 0) + 2
-            for child in _children(st):
-                walk(child)
-
-    walk(body)
-    return frozenset(name for name, count in counts.items() if count == 1)
-
-
-class _Count(cst.CSTVisitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.reads: dict[str, int] = {}
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
-            return False
-        if isinstance(node, cst.Name):
-            self.reads[node.value] = self.reads.get(node.value, 0) + 1
-        return True
-
-
-def _written(st: cst.CSTNode) -> set[str]:
-    """Names a statement assigns or writes into (``x[i] = v``, ``x += v``), nested blocks included."""
-    out: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            t = n.target.value if isinstance(n.target, cst.Subscript) else n.target
-            out.update(x.value for x in _all_names(t))
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            t = n.target.value if isinstance(n.target, cst.Subscript) else n.target
-            out.update(x.value for x in _all_names(t))
-
-        def visit_For(self, n: cst.For) -> None:
-            out.update(x.value for x in _all_names(n.target))
-
-    st.visit(V())
-    return out
-
-
-def _all_names(node: cst.CSTNode) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.append(n)
-
-    node.visit(V())
-    return found
-
-
-def _inline_temporaries(body: list, fusible: dict) -> list:
-    """``t1 = -z`` then ``t2 = np.exp(t1)`` -> ``t2 = np.exp(-z)``, for elementwise temporaries read once.
-
-    Under jit, Numba fuses the elementwise operations of one statement into one loop with
-    no temporary arrays; a temporary is inlined only into a later statement of the same
-    block, when nothing in between writes a name it reads.
-    """
-    counter = _Count()
-    for st in body:
-        st.visit(counter)
-    return _inline_block(body, fusible, counter.reads)
-
-
-def _inline_block(stmts: list, fusible: dict, reads: dict[str, int]) -> list:
-    out: list = []
-    pending: dict[str, tuple[cst.BaseExpression, set[str], list]] = {}  # temp -> (value, names it reads, comments)
-    for st in stmts:
-        if isinstance(st, (cst.If, cst.For, cst.While)):
-            for name, (value, _, comments) in pending.items():  # no inlining into or across compound statements
-                out.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], value)], leading_lines=comments))
-            pending.clear()
-            st = st.with_changes(body=st.body.with_changes(body=_inline_block(list(st.body.body), fusible, reads)))
-            if isinstance(st.orelse, cst.Else):
-                st = st.with_changes(orelse=st.orelse.with_changes(
-                    body=st.orelse.body.with_changes(body=_inline_block(list(st.orelse.body.body), fusible, reads))))
-            out.append(st)
-            continue
-        fuse = id(st) in fusible  # (before the substitution below makes a new node)
-        used = {n.value for n in _all_names(st)} & set(pending)
-        if used:
-            mapping = {name: pending.pop(name) for name in used}
-            st = st.visit(_Substitute({k: v[0] for k, v in mapping.items()}))
-            comments = [c for v in mapping.values() for c in v[2]]
-            if comments:
-                st = st.with_changes(leading_lines=[*comments, *st.leading_lines])
-        written = _written(st)
-        for name in [n for n, (_, names, _) in pending.items() if names & written or n in written]:
-            value, _, comments = pending.pop(name)  # a write in between: keep the temporary's line after all
-            out.insert(len(out), cst.SimpleStatementLine(
-                [cst.Assign([cst.AssignTarget(cst.Name(name))], value)], leading_lines=comments))
-        if fuse and reads.get(st.body[0].targets[0].target.value, 0) == 1:
-            small = st.body[0]
-            pending[small.targets[0].target.value] = (small.value, {n.value for n in _all_names(small.value)}, list(st.leading_lines))
-            continue
-        out.append(st)
-    for name, (value, _, comments) in pending.items():  # read nowhere later in this block (e.g. in a loop)
-        out.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], value)], leading_lines=comments))
-    return out
-
-
-class _Substitute(cst.CSTTransformer):
-    def __init__(self, values: dict[str, cst.BaseExpression]) -> None:
-        super().__init__()
-        self.values = values
-
-    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
-        if isinstance(original.value, cst.Name) and original.value.value in self.values:  # y = t1: no parentheses
-            return updated.with_changes(value=updated.value.with_changes(lpar=[], rpar=[]))
-        return updated
-
-    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
-        if isinstance(original.value, cst.Name) and original.value.value in self.values:  # f(t1): no parentheses
-            return updated.with_changes(value=updated.value.with_changes(lpar=[], rpar=[]))
-        return updated
-
-    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
-        value = self.values.get(updated.value)
-        if value is None:
-            return updated
-        return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if not _is_simple(value) else value
-
-
-def _is_simple(node: cst.BaseExpression) -> bool:
-    return isinstance(node, (cst.Name, cst.Call, cst.Integer, cst.Float, cst.Subscript, cst.Attribute))
-
-
 def _dead_lines(stmts: list, pure: dict, reads: set[str]) -> set[int]:
     dead: set[int] = set()
     for st in stmts:
@@ -860,15 +738,3 @@ def _find(stmts, target_id: int):
             if found is not None:
                 return found
     return None
-
-
-def _children(st) -> list:
-    out = []
-    if isinstance(st, (cst.If, cst.For, cst.While)):
-        out.append(list(st.body.body))
-        orelse = st.orelse
-        if isinstance(orelse, cst.Else):
-            out.append(list(orelse.body.body))
-        elif orelse is not None:
-            out.append([orelse])
-    return out

@@ -221,8 +221,10 @@ def test_psum_of_an_outer_axis_passes_through_an_inner_vmap():
 def test_psum_outside_its_vmap_is_an_error():
     with pytest.raises(NameError, match="unbound axis name 'batch'"):
         normalized(np.ones(3))
-    with pytest.raises(NameError, match="unbound axis name 'batch'"):
+    # the per-example loop cannot give a collective the batch: refused at its line, never "unbound"
+    with pytest.raises(srctrans.SrcTransError, match=r'psum\(x, "batch"\) needs every example.*method=.loop. was asked') as err:
         srctrans.vmap(normalized, axis_name="batch", method="loop")(np.ones((2, 3)))
+    assert err.value.line == normalized.__code__.co_firstlineno + 1
 
 
 def returns_dict(params, x):

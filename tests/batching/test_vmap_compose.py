@@ -2,7 +2,9 @@
 
 ``grad`` of a function that calls a vmapped function: the adjoint of the batched call is
 the vmap of the function's vjp (``batched.vjp`` in the generated file), the cotangents of
-unbatched arguments summed over the batch. Checked against central differences and
+unbatched arguments summed over the batch; under ``jit(grad(...))`` the batched call is a loop
+over the examples that reverse mode differentiates as any callee and Numba compiles
+(:func:`srctrans.nested_calls.differentiable_loop`). Checked against central differences and
 against stacking per-example results (JAX's oracle for vmap).
 """
 
@@ -12,7 +14,7 @@ import numpy as np
 import pytest
 
 import srctrans
-from srctrans.errors import CompileError, UnsupportedSyntaxError
+from srctrans.errors import UnsupportedSyntaxError
 
 MODEL = """
 import numpy as np
@@ -123,6 +125,24 @@ def test_the_adjoint_file_calls_the_vmap_of_the_vjp(model):
     assert "batched_w_bar, = batched.vjp((w, X, y), t1_bar, argnums=(0,))" in text
 
 
+def test_the_compiled_adjoint_file_differentiates_a_loop_over_the_examples(model):
+    g = srctrans.jit(srctrans.grad(model.loss))
+    g(*_data())
+    text = g.source()
+    assert "t1 = batched(w, X, y)" in text
+    assert "def batched(w, x, y):" in text and "def batched_vjp(w, x, y, out_bar):" in text
+    assert "batched.vjp(" not in text
+
+
+def test_a_vmap_made_in_the_function_goes_through_the_vjp_method(make_module):
+    mod = make_module(MODEL + "\ndef loss_made(w, X, y):\n    b = srctrans.vmap(per_example_loss, in_axes=(None, 0, 0))\n"
+                      "    return np.mean(b(w, X, y))\n")
+    g = srctrans.grad(mod.loss_made)
+    args = _data()
+    np.testing.assert_allclose(g(*args), srctrans.grad(mod.loss)(*args), rtol=1e-12)
+    assert "b_w_bar, = b.vjp((w, X, y), t1_bar, argnums=(0,))" in g.source()
+
+
 def test_a_batch_of_zero_examples_gives_zero_gradients(model):
     w, X, y = _data(n=0)
     np.testing.assert_array_equal(srctrans.grad(lambda w: np.sum(model.batched(w, X, y)))(w), np.zeros(3))
@@ -147,11 +167,12 @@ def test_grad_through_a_compiled_vmap(make_module):
     assert mod.compiled._derived("vjp", (0,))._jit is not None
 
 
-def test_jit_of_grad_through_vmap_refuses_with_the_line(model):
+def test_jit_of_grad_through_vmap_compiles(model):
     srctrans.config.update("disable_jit", False)
-    with pytest.raises(CompileError, match="batched") as info:
-        srctrans.jit(srctrans.grad(model.loss))(*_data())
-    assert "np.mean(batched(w, X, y))" in str(info.value)
+    w, X, y = _data(n=7)
+    per_example = [srctrans.grad(model.per_example_loss)(w, X[i], y[i]) for i in range(7)]
+    for fn in (model.loss, model.loss_inline):
+        np.testing.assert_allclose(srctrans.jit(srctrans.grad(fn))(w, X, y), np.mean(per_example, axis=0), rtol=1e-12)
 
 
 def test_grad_through_a_nested_vmap_is_refused(model):

@@ -10,6 +10,6 @@ def f_vmap(k, y0):
     # batched_euler.py:7  for i in range(5):
     for i in range(5):
         # batched_euler.py:8  y = y + 0.1 * (-k * y + np.sin(0.1 * i))
-        y = y + (0.1 * (((-k) * y) + np.sin(0.1 * i)))
+        y = y + 0.1 * (-k * y + np.sin(0.1 * i))
     # batched_euler.py:9  return y
     return y

@@ -46,7 +46,9 @@ from .reverse import (
     check_vmapped_call,
     code,
     is_vmapped,
+    refuse_view_update,
     shape_kind,
+    slice_views,
     transformation_refusal,
     vmap_made_here,
     vmapped_params,
@@ -102,6 +104,7 @@ class Forward:
             self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff, self._shape_only)
         self.analyzing = False
         self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
+        self.slice_views = slice_views(self.body)
         self.dot_names: dict[str, str] = {}
         self.lines: list[str] = []
         self.shapes: dict[int, dict[str, str | None]] = {}  # see analysis.shapes.same_shapes
@@ -372,6 +375,7 @@ class Forward:
             return
         if isinstance(small, cst.AugAssign):
             if isinstance(small.target, cst.Name):  # a new value, never an update in place
+                refuse_view_update(small, self.slice_views, self.aliased, self.line)
                 small = cst.Assign(
                     [cst.AssignTarget(small.target)],
                     cst.BinaryOperation(small.target, getattr(cst, type(small.operator).__name__.replace("Assign", ""))(), small.value),

@@ -172,6 +172,7 @@ class Reverse:
         self.plan_preceding: list = []
         self.plan_stack: list[list] = []  # statements before the compound statement being planned, per level
         self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
+        self.slice_views = slice_views(self.body)
         self.mutated |= self._passed_to_writers()
         self.written_params = [p for p in self.params if p in self.mutated and p in self.act.active]
         self.invariant = self._loop_invariants()
@@ -586,12 +587,7 @@ class Reverse:
                 if base is not None:
                     self.assigned(base, block)
                 return
-            if small.target.value in self.aliased:
-                raise NotDifferentiable(
-                    f"{small.target.value} {code(small.operator).strip()} ... updates an array another name also refers to",
-                    self.line,
-                    f"write {small.target.value} = {small.target.value} ... to make a new value",
-                )
+            refuse_view_update(small, self.slice_views, self.aliased, self.line)
             small = _aug_to_assign(small)
         if not isinstance(small, cst.Assign):
             return
@@ -1652,6 +1648,44 @@ def _view_base(value: cst.BaseExpression) -> str | None:
         if value.args and isinstance(value.args[0].value, cst.Name):
             return value.args[0].value.value  # np.reshape(y, ...)
     return None
+
+
+def slice_views(body: list) -> set[str]:
+    """Names assigned a view of another array for certain (``a = y[1:]``, ``y.T``, ``y.reshape(s)``):
+    ``a += v`` writes into that array, which a transformation's ``a = a + v`` would not."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            target, value = n.targets[0].target, n.value
+            if not isinstance(target, cst.Name) or _view_base(value) is None:
+                return
+            if isinstance(value, cst.Subscript):
+                parts = [el.slice for el in value.slice]
+                if not any(
+                    isinstance(p, cst.Slice) or (isinstance(p, cst.Index) and isinstance(p.value, (cst.Ellipsis, cst.Name)) and code(p.value) in ("...", "None"))
+                    for p in parts
+                ):
+                    return  # y[i]: a number from a vector, or a row of a matrix (not known here)
+            found.add(target.value)
+
+    for stmt in body:
+        stmt.visit(V())
+    return found
+
+
+def refuse_view_update(small: cst.AugAssign, views: set[str], aliased: set[str], line) -> None:
+    """``a += v`` where ``a`` shares its array with another name: refused (a transformation makes a new value)."""
+    name = small.target.value
+    if name in views or name in aliased:
+        op = code(small.operator).strip()
+        raise NotDifferentiable(
+            f"{name} {op} ... updates an array another name also refers to"
+            + (" (a view of another array)" if name in views else ""),
+            line,
+            f"write into the array itself ({name} is a view: y[1:] {op} v), or write {name} = {name} "
+            f"{op[:-1]} ... to make a new value",
+        )
 
 
 def _empty_lists(body: list) -> set[str]:

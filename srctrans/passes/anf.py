@@ -126,6 +126,8 @@ class ANF:
             div = isinstance(expr.operator, cst.Divide)
             left = self.atom(expr.left, out, "num" if div else "t")
             right = self.atom(expr.right, out, "den" if div else "t")
+            if isinstance(expr.operator, cst.Power) and isinstance(left, cst.UnaryOperation):
+                left = left.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])  # (-2) ** 2, not -(2 ** 2)
             return expr.with_changes(left=left, right=right)
         if isinstance(expr, cst.UnaryOperation):
             return expr.with_changes(expression=self.atom(expr.expression, out))

@@ -109,49 +109,57 @@ class _Count(cst.CSTVisitor):
         return True
 
 
-def _line(name: str, value: cst.BaseExpression, comments: list) -> cst.SimpleStatementLine:
-    return cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], value)], leading_lines=comments)
+def _line(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], value)])
 
 
 def _inline_block(stmts: list, fusible: set[int], reads: dict[str, int]) -> list:
+    """One block: a temporary waits in ``pending`` for its reader. Its comments (the origin of the
+    line it came from) stay where it was, on the next statement written, so each statement keeps
+    the origin comment of its line above it and errors name the right line."""
     out: list = []
-    pending: dict[str, tuple[cst.BaseExpression, set[str], list]] = {}  # temp -> (value, names it reads, comments)
+    pending: dict[str, tuple[cst.BaseExpression, set[str]]] = {}  # temp -> (value, names it reads)
+    carry: list = []  # the comments of temporaries made pending, for the next statement written
+
+    def put(st) -> None:
+        if carry:
+            st = st.with_changes(leading_lines=[*carry, *st.leading_lines])
+            carry.clear()
+        out.append(st)
+
+    def flush(names) -> None:
+        for name in list(names):
+            value, _ = pending.pop(name)
+            put(_line(name, value))
+
     for st in stmts:
         if isinstance(st, (cst.If, cst.For, cst.While)):
-            for name, (value, _, comments) in pending.items():  # no inlining into or across compound statements
-                out.append(_line(name, value, comments))
-            pending.clear()
+            flush(pending)  # no inlining into or across compound statements
             st = st.with_changes(body=st.body.with_changes(body=_inline_block(list(st.body.body), fusible, reads)))
             if isinstance(st.orelse, cst.Else):
                 st = st.with_changes(orelse=st.orelse.with_changes(
                     body=st.orelse.body.with_changes(body=_inline_block(list(st.orelse.body.body), fusible, reads))))
-            out.append(st)
+            put(st)
             continue
         fuse = id(st) in fusible  # (before the substitution below makes a new node)
         used = [name for name in pending if name in {n.value for n in all_names(st)}]
-        comments = []
         for name in used:  # in the order they were written
-            value, _, lines = pending.pop(name)
-            trial = st.visit(_Substitute({name: value}))
+            trial = st.visit(_Substitute({name: pending[name][0]}))
             if len(_operands(trial)) <= MAX_OPERANDS:
                 st = trial
-                comments += lines
+                del pending[name]
             else:  # one loop over too many arrays is slower than two: keep the temporary's line
-                out.append(_line(name, value, lines))
-        if comments:
-            st = st.with_changes(leading_lines=[*comments, *st.leading_lines])
+                flush([name])
         changed = written(st)
         mutates = _may_write_through(st)
-        for name in [n for n, (_, names, _) in pending.items() if mutates or names & changed or n in changed]:
-            value, _, comments = pending.pop(name)  # a write in between: keep the temporary's line after all
-            out.append(_line(name, value, comments))
+        flush([n for n, (_, names) in pending.items() if mutates or names & changed or n in changed])
         if fuse and reads.get(st.body[0].targets[0].target.value, 0) == 1:
             small = st.body[0]
-            pending[small.targets[0].target.value] = (small.value, {n.value for n in all_names(small.value)}, list(st.leading_lines))
+            pending[small.targets[0].target.value] = (small.value, {n.value for n in all_names(small.value)})
+            carry.extend(st.leading_lines)
             continue
-        out.append(st)
-    for name, (value, _, comments) in pending.items():  # read nowhere later in this block (e.g. in a loop)
-        out.append(_line(name, value, comments))
+        put(st)
+    flush(pending)  # read nowhere later in this block (e.g. in a loop)
     return out
 
 

@@ -254,3 +254,48 @@ def test_all_zero_tangents_are_symbolic_zeros(compiled):
     assert out == _scaled_root(x, y, w) and t == 0.0
     # a nan tangent is not zero
     assert np.isnan(srctrans.jvp(f, (x, y, w), (np.nan, 0.0, np.zeros(2)))[1])
+
+
+def _negative_base(x):
+    return np.sum((-2) ** 2 * x)
+
+
+def _update_through_a_view(x):
+    y = x * 1.0
+    a = y[1:]
+    a += 1.0
+    return np.sum(y * y)
+
+
+def _mismatched(x, y):
+    a = np.sin(x) * 2.0
+    d = -x ** 2 + (x + y) ** 2
+    return np.sum(d + a)
+
+
+def test_a_parenthesized_negative_base_keeps_its_parentheses():
+    # (-2) ** 2 is 4; written without its parentheses it would be -(2 ** 2)
+    x = np.array([0.3, -0.7, 1.1])
+    t = np.array([1.0, -0.5, 0.25])
+    out, tangent = srctrans.jvp(_negative_base, (x,), (t,))
+    assert np.isclose(out, 4 * np.sum(x)) and np.isclose(tangent, 4 * np.sum(t))
+    np.testing.assert_allclose(srctrans.grad(_negative_base)(x), np.full(3, 4.0))
+    np.testing.assert_allclose(srctrans.vmap(_negative_base)(np.stack([x, t])), [4 * np.sum(x), 4 * np.sum(t)])
+
+
+@pytest.mark.parametrize("how", ["jvp", "grad"])
+def test_an_update_through_a_view_is_refused_at_its_line(how):
+    x = np.array([0.3, -0.7, 1.1])
+    with pytest.raises(srctrans.UnsupportedSyntaxError, match=r"a \+= \.\.\. updates an array .*a view of another array"):
+        if how == "jvp":
+            srctrans.jvp(_update_through_a_view, (x,), (x,))
+        else:
+            srctrans.grad(_update_through_a_view)(x)
+
+
+def test_an_error_in_an_inlined_line_names_that_line():
+    # the tangent file inlines temporaries; each statement keeps the origin comment of its line
+    with pytest.raises(ValueError) as info:
+        srctrans.jvp(_mismatched, (np.ones(3), np.ones(2)), (np.ones(3), np.ones(2)))
+    assert f"in your code: {__file__}:" in "\n".join(info.value.__notes__)
+    assert "d = -x ** 2 + (x + y) ** 2" in "\n".join(info.value.__notes__)

@@ -6,6 +6,7 @@ module, callees first, so the file imports and runs on its own.
 
 from __future__ import annotations
 
+import inspect
 import os
 import types
 from dataclasses import dataclass, field
@@ -206,17 +207,21 @@ def _adjoints(entry: _Unit, by_fn: dict, transform, np_name: str, params_meta, n
 
     Returns the callees' adjoint functions; the entry's adjoint replaces ``entry.node``.
     """
-    names: dict[int, str] = {}
-    queue: list[_Unit] = []
+    names: dict[tuple, str] = {}
+    queue: list[tuple[_Unit, tuple[str, ...]]] = []
 
-    def callee_vjp(fn) -> str | None:
+    def callee_vjp(fn, active: tuple[str, ...]) -> str | None:
+        """The adjoint of user function ``fn`` for its parameters ``active`` (``f_vjp`` for all of
+        them, ``f_vjp_W`` for ``W`` alone), queued to be written once."""
         unit = by_fn.get(id(fn))
         if unit is None:
             return None
-        if id(fn) not in names:
-            names[id(fn)] = f"{unit.emit_name}_vjp"
-            queue.append(unit)
-        return names[id(fn)]
+        key = (id(fn), active)
+        if key not in names:
+            every = [p.name for p in inspect.signature(fn).parameters.values()]
+            names[key] = f"{unit.emit_name}_vjp" if list(active) == every else f"{unit.emit_name}_vjp_{'_'.join(active)}"
+            queue.append((unit, active))
+        return names[key]
 
     def custom_names(obj) -> tuple[str, str]:
         fwd = add_function(getattr(obj.fwd, "__srctrans_function__", obj.fwd))
@@ -227,14 +232,14 @@ def _adjoints(entry: _Unit, by_fn: dict, transform, np_name: str, params_meta, n
     out: list[cst.FunctionDef] = []
     done = 0
     while done < len(queue):
-        unit = queue[done]
+        unit, active = queue[done]
         done += 1
         node = with_origins(unit.pf)
         modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
         node = anf(_structured(unit, desugar(node, np_name, modules)), frozenset(namespace))
-        node = clean_signature(node, names[id(unit.pf.captured.fn)])
+        node = clean_signature(node, names[(id(unit.pf.captured.fn), active)])
         params = [p.name.value for p in node.params.params]
-        vjp = Transform("vjp", (("wrt", tuple(params)),))
+        vjp = Transform("vjp", (("wrt", active),))
         out.append(
             _differentiate(
                 unit, node, vjp, np_name, [["arg", p] for p in params], callee_vjp, always_tuple=True, custom_names=custom_names

@@ -298,12 +298,6 @@ class Reverse:
         from ..rules.derivatives import Param
 
         fn = getattr(obj, "__srctrans_function__", obj)
-        if self.analyzing:
-            vjp_name = "callee"
-        else:
-            vjp_name = self.callee_vjp(fn) if self.callee_vjp is not None else None
-        if vjp_name is None:
-            raise NotDifferentiable(f"cannot differentiate the call of {label}", self.line)
         params = list(inspect.signature(fn).parameters.values())
         args: dict[str, cst.BaseExpression] = {}
         texts: dict[str, str] = {}
@@ -312,6 +306,16 @@ class Reverse:
         for p, value in zip(params, positional):
             args[p.name] = value
         args.update(keywords)
+        # the adjoint of the callee for the arguments that carry a differentiated value only:
+        # ``layer_vjp_W`` computes no adjoint for the data it is given
+        active = () if self.analyzing else tuple(p.name for p in params if p.name in args and self._carries(args[p.name]))
+        active = active or tuple(p.name for p in params)  # (a call nothing differentiated reaches: never run backward)
+        if self.analyzing:
+            vjp_name = "callee"
+        else:
+            vjp_name = self.callee_vjp(fn, active) if self.callee_vjp is not None else None
+        if vjp_name is None:
+            raise NotDifferentiable(f"cannot differentiate the call of {label}", self.line)
         for p in params:
             if p.name in args:
                 texts[p.name] = code(args[p.name])
@@ -320,7 +324,7 @@ class Reverse:
             else:
                 raise NotDifferentiable(f"{label} is called without its argument {p.name!r}", self.line)
         rule = Rule("callee", tuple(Param(p.name) for p in params), {p.name: "" for p in params})
-        return Op(vjp_name, rule, args, texts)
+        return Op(vjp_name, rule, args, texts, extra={"active": active})
 
     def _vmapped(self, obj, receiver: str, positional, keywords, label: str) -> Op:
         """A call of a function batched by ``srctrans.vmap`` (a global, a closure value, or made
@@ -1161,10 +1165,11 @@ class Reverse:
             bars = self.gen.fresh(f"{op.key}_bars", numbered=False)
             self.emit(f"{out}, {bars} = {op.key}({arguments}, {g})", depth)
             # unpacked, not indexed: an adjoint file stays differentiable (tuples are unpacked)
-            callee = op.key[: -len("_vjp")] if op.key.endswith("_vjp") else op.key
-            parts = [self.gen.fresh(f"{callee}_{p.name}_bar", numbered=False) for p in op.rule.params]
+            callee = op.key[: op.key.index("_vjp")] if "_vjp" in op.key else op.key
+            returned = [p for p in op.rule.params if p.name in op.extra["active"]]  # the adjoints it computes
+            parts = [self.gen.fresh(f"{callee}_{p.name}_bar", numbered=False) for p in returned]
             self.emit(", ".join(parts) + ("," if len(parts) == 1 else "") + f" = {bars}", depth)
-            for part, p in zip(parts, op.rule.params):
+            for part, p in zip(parts, returned):
                 expr = op.args.get(p.name)
                 if self._carries(expr):
                     self._flow(expr, part, depth, block)

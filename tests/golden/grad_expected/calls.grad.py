@@ -7,6 +7,17 @@ def layer(W, x):
     return np.tanh(W @ x)
 
 
+def layer_vjp_W(W, x, out_bar):
+    # calls.py:5  return np.tanh(W @ x)
+    t1 = W @ x
+    out = np.tanh(t1)
+    # --- backward ---
+    # calls.py:5  return np.tanh(W @ x)
+    t1_bar = out_bar * (1.0 - out * out)
+    W_bar = rt.dot_grad_x(t1_bar, W, x)
+    return out, (W_bar,)
+
+
 def layer_vjp(W, x, out_bar):
     # calls.py:5  return np.tanh(W @ x)
     t1 = W @ x
@@ -39,7 +50,7 @@ def f_grad(W1, W2, x):
     W2_bar = layer_W_bar
     h_bar = layer_x_bar
     # calls.py:9  h = layer(W1, x)
-    layer_vjp_out_1, layer_vjp_bars_1 = layer_vjp(W1, x, h_bar)
-    layer_W_bar_1, layer_x_bar_1 = layer_vjp_bars_1
+    layer_vjp_W_out, layer_vjp_W_bars = layer_vjp_W(W1, x, h_bar)
+    layer_W_bar_1, = layer_vjp_W_bars
     W1_bar = layer_W_bar_1
     return out, (W1_bar, W2_bar)

@@ -13,7 +13,7 @@ def power(x, n):
     return r
 
 
-def power_vjp(x, n, r_bar):
+def power_vjp_x(x, n, r_bar):
     # recursion.py:2  if n <= 1:
     t1 = n <= 1
     if t1:
@@ -26,7 +26,6 @@ def power_vjp(x, n, r_bar):
         r = x * t3
     # recursion.py:6  return r
     # --- backward ---
-    n_bar = rt.zeros_like(n)
     x_bar = rt.zeros_like(x)
     # recursion.py:2  if n <= 1:
     if t1:
@@ -36,12 +35,10 @@ def power_vjp(x, n, r_bar):
         # recursion.py:5  r = x * power(x, n - 1)
         x_bar = x_bar + rt.unbroadcast(r_bar * t3, x)
         t3_bar = rt.unbroadcast(r_bar * x, t3)
-        power_vjp_out, power_vjp_bars = power_vjp(x, t2, t3_bar)
-        power_x_bar, power_n_bar = power_vjp_bars
+        power_vjp_x_out, power_vjp_x_bars = power_vjp_x(x, t2, t3_bar)
+        power_x_bar, = power_vjp_x_bars
         x_bar = x_bar + power_x_bar
-        t2_bar = power_n_bar
-        n_bar = n_bar + t2_bar
-    return r, (x_bar, n_bar)
+    return r, (x_bar,)
 
 
 def f_grad(x):
@@ -53,7 +50,7 @@ def f_grad(x):
     out_bar = rt.grad_seed(out)
     t1_bar = rt.unbroadcast(out_bar, t1)
     x_bar = rt.unbroadcast(out_bar, x)
-    power_vjp_out, power_vjp_bars = power_vjp(x, 5, t1_bar)
-    power_x_bar, power_n_bar = power_vjp_bars
+    power_vjp_x_out, power_vjp_x_bars = power_vjp_x(x, 5, t1_bar)
+    power_x_bar, = power_vjp_x_bars
     x_bar = x_bar + power_x_bar
     return out, x_bar

@@ -130,7 +130,7 @@ def test_the_compiled_adjoint_file_differentiates_a_loop_over_the_examples(model
     g(*_data())
     text = g.source()
     assert "t1 = batched(w, X, y)" in text
-    assert "def batched(w, x, y):" in text and "def batched_vjp(w, x, y, out_bar):" in text
+    assert "def batched(w, x, y):" in text and "def batched_vjp_w(w, x, y, out_bar):" in text
     assert "batched.vjp(" not in text
 
 

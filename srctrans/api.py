@@ -947,28 +947,31 @@ def _fast_jvp(fn: Callable, primals: tuple, tangents: tuple, has_aux: bool):
         return None
     if visible is None or len(primals) != len(visible):
         return None
-    moving = []
+    names: list[str] = []
+    moving: list[Any] = []
     for name, p, t in zip(visible, primals, tangents):
         tp = type(p)
         if tp is float:
             if type(t) is not float:
                 return None
             if t != 0.0:
-                moving.append((name, t))
+                names.append(name)
+                moving.append(t)
         elif tp is np.ndarray:
             if type(t) is not np.ndarray or t.shape != p.shape or t.dtype != p.dtype or p.dtype.kind not in "fc":
                 return None
             if t.size and (t.item(0) != 0 or t.any()):  # (the first entry decides most calls)
-                moving.append((name, t))
+                names.append(name)
+                moving.append(t)
         else:
             return None
     if not moving:
         return None
-    found = _TANGENT_FILES.get((fn, tuple(name for name, _ in moving), has_aux))
+    found = _TANGENT_FILES.get((fn, tuple(names), has_aux))
     runner = found.runner if found is not None else None
     if runner is None or runner._simple is None or not runner._direct or runner._simple.returns is not None:
         return None
-    raw = runner._run(runner._simple, [*primals, *(t for _, t in moving)])
+    raw = runner._run(runner._simple, [*primals, *moving])
     if has_aux:
         return raw[0], raw[2], raw[1]
     return raw

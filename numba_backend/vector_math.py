@@ -148,18 +148,19 @@ def _patch(library_class, jit_codegen_class) -> None:
     library_class._optimize_final_module = _optimize_final_module
 
 
-def _patch_cache_key(codegen_class) -> None:
-    """Numba's disk cache keys compiled code by ``magic_tuple()`` (triple, CPU, features): mark
-    code that calls libmvec, so that caches made before (scalar libm) are compiled again once,
-    and a process with ``SRCTRANS_NO_LIBMVEC=1`` does not load code that calls it."""
+def tag_cache(codegen_class, tag: str) -> None:
+    """Numba's disk cache keys compiled code by ``magic_tuple()`` (triple, CPU, features): add
+    ``tag`` to it, so that caches made before a patch of code generation are compiled again
+    once, and a process with the patch turned off does not load code made with it."""
     original = codegen_class.magic_tuple
-    if getattr(original, "_srctrans_vector_math", False):
+    tags = getattr(original, "_srctrans_tags", ())
+    if tag in tags:
         return
 
     def magic_tuple(self):
-        return (*original(self), "srctrans-libmvec")
+        return (*original(self), tag)
 
-    magic_tuple._srctrans_vector_math = True
+    magic_tuple._srctrans_tags = (*tags, tag)
     codegen_class.magic_tuple = magic_tuple
 
 
@@ -203,7 +204,7 @@ def install() -> bool:
             if not callable(getattr(cls, method, None)):
                 state["reason"] = f"numba.core.codegen.{cls.__name__} has no {method}"
                 return False
-        _patch_cache_key(codegen.JITCPUCodegen)
+        tag_cache(codegen.JITCPUCodegen, "srctrans-libmvec")
         _patch(library_class, codegen.JITCPUCodegen)
     except Exception as err:  # fail safe: compiled code keeps calling libm
         state["reason"] = f"{type(err).__name__}: {err}"

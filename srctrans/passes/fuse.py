@@ -16,10 +16,12 @@ import libcst as cst
 
 from ..analysis.activity import names_in
 
-# A statement reads at most this many names once its temporaries are inlined: LLVM
-# vectorizes Numba's fused loop over four arrays, not over five (it gives up on the checks
-# that the output overlaps none of them), and a loop that is not vectorized is slower than
-# two that are (measured: 61 against 25 us for five 256 x 128 arrays).
+# A statement reads at most this many names once its temporaries are inlined. Compiled,
+# a line whose arrays all have the result's shape (or a bias row's) runs as one flat loop
+# (numba_backend/flat_loops.py), which LLVM vectorizes over up to nine arrays; but a line
+# with an operand broadcast along a length-1 axis takes Numba's own loop nest, which LLVM
+# vectorizes over four arrays and not over five, and then one line is slower than two
+# (measured: 61 against 25 us for five 256 x 128 arrays). The shapes are not known here.
 MAX_OPERANDS = 4
 _MODULES = frozenset({"np", "rt", "math"})
 

@@ -21,13 +21,14 @@ sys.path.insert(0, HERE)  # harness, cases
 sys.path.insert(1, os.path.dirname(HERE))  # srctrans and numba_backend from this checkout
 
 import harness  # noqa: E402
-from cases import dask_overhead, elementwise, forward, gradients, latency, pmap, random_numbers, vmap  # noqa: E402
+from cases import dask_overhead, elementwise, forward, gradients, latency, loops, pmap, random_numbers, vmap  # noqa: E402
 
 CASES = {
     elementwise.NAME: elementwise,
     latency.NAME: latency,
     gradients.NAME: gradients,
     forward.NAME: forward,
+    loops.NAME: loops,
     vmap.NAME: vmap,
     random_numbers.NAME: random_numbers,
     pmap.NAME: pmap,

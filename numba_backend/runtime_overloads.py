@@ -867,48 +867,39 @@ def _basic_index(index: Any) -> bool:
     return isinstance(index, types.BaseTuple) and all(isinstance(t, basic) for t in index.types)
 
 
-@overload(rt.getitem_grad)
-def _ov_getitem_grad(g, x, index):
-    if not isinstance(x, types.Array) or x.ndim == 0:
-        raise TypingError(f"srctrans.runtime.getitem_grad: x must be an array of at least 1 dimension, got {x}")
+def _getitem_grad_add_impl(g, n, index, who: str):
+    """The compiled ``out += getitem_grad(g, x, index)`` (in place) for ``out`` of ``n`` dimensions."""
     if not (_is_scalar(g) or isinstance(g, types.Array)):
-        raise TypingError(f"srctrans.runtime.getitem_grad: g must be an array or a number, got {g}")
-    dt = _grad_dtype(x)
-    n = x.ndim
+        raise TypingError(f"srctrans.runtime.{who}: g must be an array or a number, got {g}")
     if _basic_index(index):
-        # basic indexing never repeats an element: adding into zeros is assigning. Element
-        # loops, not ``out[index] = g``: Numba's broadcasting setitem costs seconds to compile.
+        # basic indexing never repeats an element. Element loops, not ``out[index] += g``:
+        # Numba's broadcasting setitem costs seconds to compile.
         ints = sum(isinstance(t, types.Integer) for t in (index.types if isinstance(index, types.BaseTuple) else [index]))
         if ints == n and _is_scalar(g):
 
-            def impl_element(g, x, index):
-                out = np.zeros(x.shape, dt)
-                out[index] = g
-                return out
+            def impl_element(out, g, index):
+                out[index] += g
 
             return impl_element
         if ints == n:
-            raise TypingError(f"srctrans.runtime.getitem_grad: the adjoint of an element must be a number, got {g}")
+            raise TypingError(f"srctrans.runtime.{who}: the adjoint of an element must be a number, got {g}")
 
-        def impl_basic(g, x, index):
-            out = np.zeros(x.shape, dt)
+        def impl_basic(out, g, index):
             view = out[index]
             vf = view.flat
             gf = _flat_of(g, view.size)
             for k in range(view.size):
-                vf[k] = gf[k]
-            return out
+                vf[k] += gf[k]
 
         return impl_basic
     if isinstance(index, types.Array) and isinstance(index.dtype, types.Integer):
 
-        def impl_int(g, x, index):
-            out = np.zeros(x.shape, dt)
+        def impl_int(out, g, index):
             of = out.reshape(out.size)
-            rows = x.shape[0]
+            rows = out.shape[0]
             rest = 1
             for d in range(1, n):
-                rest *= x.shape[d]
+                rest *= out.shape[d]
             flat = index.ravel()
             gf = _flat_of(g, flat.size * rest)
             for k in range(flat.size):
@@ -919,20 +910,18 @@ def _ov_getitem_grad(g, x, index):
                     j += rows
                 for t in range(rest):
                     of[j * rest + t] += gf[k * rest + t]
-            return out
 
         return impl_int
     if isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean) and index.ndim <= n:
         m = index.ndim
 
-        def impl_mask(g, x, index):
-            out = np.zeros(x.shape, dt)
+        def impl_mask(out, g, index):
             for d in range(m):
-                if index.shape[d] != x.shape[d]:
+                if index.shape[d] != out.shape[d]:
                     raise IndexError("boolean index did not match the indexed array")
             rest = 1
             for d in range(m, n):
-                rest *= x.shape[d]
+                rest *= out.shape[d]
             mf = index.ravel()
             o2 = out.reshape((mf.size, rest))
             cnt = 0
@@ -944,15 +933,36 @@ def _ov_getitem_grad(g, x, index):
             for i in range(mf.size):
                 if mf[i]:
                     for r in range(rest):
-                        o2[i, r] = g2[k * rest + r]
+                        o2[i, r] += g2[k * rest + r]
                     k += 1
-            return out
 
         return impl_mask
     raise TypingError(
-        f"srctrans.runtime.getitem_grad: index {index} is not supported under jit "
+        f"srctrans.runtime.{who}: index {index} is not supported under jit "
         "(ints, slices, tuples of them, 1-D integer arrays and boolean masks are)"
     )
+
+
+@overload(rt.getitem_grad)
+def _ov_getitem_grad(g, x, index):
+    if not isinstance(x, types.Array) or x.ndim == 0:
+        raise TypingError(f"srctrans.runtime.getitem_grad: x must be an array of at least 1 dimension, got {x}")
+    dt = _grad_dtype(x)
+    _getitem_grad_add_impl(g, x.ndim, index, "getitem_grad")  # (its refusals name getitem_grad)
+
+    def impl(g, x, index):
+        out = np.zeros(x.shape, dt)
+        rt.getitem_grad_add(out, g, index)
+        return out
+
+    return impl
+
+
+@overload(rt.getitem_grad_add)
+def _ov_getitem_grad_add(out, g, index):
+    if not isinstance(out, types.Array) or out.ndim == 0 or not out.mutable:
+        raise TypingError(f"srctrans.runtime.getitem_grad_add: out must be a writable array of at least 1 dimension, got {out}")
+    return _getitem_grad_add_impl(g, out.ndim, index, "getitem_grad_add")
 
 
 @register_jitable

@@ -285,6 +285,7 @@ def _differentiate(
             custom_names,
             grads_only=bool(options.get("grads_only")) and not always_tuple,
             growable=bool(options.get("grads_only")),  # the next grad pushes and pops its tapes
+            in_place=not options.get("grads_only"),  # no other transformation reads this file
         )
     except NoRuleError as err:
         raise _at_line(pf, NoDerivativeError, err.line, f"no derivative rule for {err.what}",

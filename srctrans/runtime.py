@@ -185,6 +185,14 @@ def getitem_grad(g, x, index):
     return out
 
 
+def getitem_grad_add(out, g, index):
+    """``out += getitem_grad(g, x, index)`` in place, for an ``out`` shaped as ``x``: a loop's
+    reads ``x[i]`` add their adjoints into rows of one array (repeated indices add up)."""
+    if not isinstance(out, np.ndarray):
+        getitem_grad(g, out, index)  # (its errors: a tuple or list indexed)
+    np.add.at(out, index, g)
+
+
 def _unique_rows(index, what: str) -> None:
     """Refuse an index array that repeats an entry (which write wins is not differentiable)."""
     if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and np.unique(index).size != index.size:

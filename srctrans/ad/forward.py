@@ -603,6 +603,9 @@ class Forward:
         self.useful = self.act.useful(names_in(value) if value is not None else set())
         for p in self.wrt:
             self.dot(p)  # the tangent parameters keep their plain names
+        for p in self.params:  # an argument not differentiated that later holds a value that is
+            if p not in self.wrt and p in self.useful:  # (a loop's state): it starts with a zero tangent
+                self.emit(f"{self.dot(p)} = rt.zeros_like({p})", 1)
         for p in self.wrt:  # written in place: work on copies, never the caller's arrays
             if p in self.useful and p in self.mutated:
                 self.emit(f"{p} = {self.np_name}.copy({p})", 1)

@@ -127,9 +127,14 @@ class Reverse:
         custom_names: Callable[[Any], tuple[str, str] | None] | None = None,
         grads_only: bool = False,
         growable: bool = False,
+        in_place: bool = False,
     ) -> None:
         self.grads_only = grads_only  # return the adjoints alone (a file another grad differentiates)
         self.growable = growable  # every tape a list pushed and popped (a file another grad differentiates)
+        # a file no other transformation reads: a loop's reads x[i] add into x's rows in place
+        self.in_place = in_place
+        self.sinks: dict[str, str] = {}  # name -> the array its rows' adjoints add into, in the loop being written
+        self.sunk: set[str] = set()  # the sinks some contribution went into
         self.custom_names = custom_names
         self.np_name = np_name
         self.callee_vjp = callee_vjp
@@ -952,12 +957,18 @@ class Reverse:
                 self.lines.extend(else_lines)
         elif isinstance(stmt, (cst.For, cst.While)):
             counter, saved = self.counters[id(stmt)]
+            opened = self._open_sinks(stmt)
             start = len(self.lines)
             self.backward(stmt.body.body, self.act.block_of[id(stmt.body.body)], depth + 1)
             body_lines = self.lines[start:]
             del self.lines[start:]
+            used = [(name, self.sinks.pop(name)) for name in opened if name in self.sunk]
+            for name in opened:
+                self.sinks.pop(name, None)
             if not body_lines:
                 return
+            for name, rows in used:
+                self.emit(f"{rows} = rt.zeros_like({name})", depth)
             trips = f"{saved}.pop()" if saved != counter else counter
             trip = self.trip.get(id(stmt))
             if trip is not None:  # the trips again, last first: they index the tapes
@@ -965,6 +976,32 @@ class Reverse:
             else:
                 self.emit(f"for _ in range({trips}):", depth)
             self.lines.extend(body_lines)
+            for name, rows in used:
+                self.contribute(name, rows, depth, block)
+
+    def _open_sinks(self, loop) -> list[str]:
+        """The names whose reads ``x[i]`` in ``loop`` add their adjoints into an array of their own.
+
+        Added up functionally, each read's adjoint is a whole array of zeros plus its rows
+        (``x_bar = x_bar + rt.getitem_grad(g, x, i)``): a loop over the rows of x would cost
+        O(rows) per trip. For a value no iteration changes (a parameter, or a name assigned
+        once before the loop and never written in place), the adjoints of the loop's reads
+        instead add into ``x_rows`` in place (``rt.getitem_grad_add(x_rows, g, i)``), an array
+        made for this loop alone, so nothing else sees it change; after the loop it is added
+        to ``x_bar`` once. Only in files no other transformation reads (``in_place``).
+        """
+        if not self.in_place:
+            return []
+        opened = []
+        reads = names_in(loop.body) - _assigned_in(loop)  # (an assignment in the loop reads the adjoint)
+        for name in sorted(reads & self.act.active & self.useful):
+            if name in self.sinks or name in self.lists or name in self.tuple_valued or name in self.displayed:
+                continue
+            if not self.stable(name) or name in self.aliased or name in self.views:
+                continue
+            self.sinks[name] = self.gen.fresh(f"{name}_rows_bar", numbered=False)
+            opened.append(name)
+        return opened
 
     def restart_adjoint(self, g: str, target: str, restart: tuple[str, bool], older: str | None, depth: int) -> str:
         """Hold adjoint ``g`` of ``target`` under a new name and restart the adjoint of the older
@@ -1196,6 +1233,10 @@ class Reverse:
                     contribution = f"rt.unbroadcast({contribution}, {values.get(op.shapes[param], op.shapes[param])})"
             else:
                 contribution = partial
+            if op.key == "getitem" and param == "x" and isinstance(expr, cst.Name) and expr.value in self.sinks:
+                self.emit(f"rt.getitem_grad_add({self.sinks[expr.value]}, {g}, {fill['index']})", depth)
+                self.sunk.add(expr.value)
+                continue
             self._flow(expr, contribution, depth, block)
 
     def _carries(self, expr: cst.BaseExpression | None) -> bool:
@@ -1866,7 +1907,7 @@ def _check_single_return(stmts: list, rev: Reverse) -> None:
 
 def reverse(
     node, resolve, wrt, seed, has_aux, name, np_name="np", callee_vjp=None, always_tuple=False, custom_names=None,
-    grads_only=False, growable=False,
+    grads_only=False, growable=False, in_place=False,
 ) -> cst.FunctionDef:
     """The adjoint of ``node`` (ANF) with respect to the parameters ``wrt``.
 
@@ -1874,5 +1915,6 @@ def reverse(
     (and arranges for it to be generated), or returns None when it cannot be.
     """
     return Reverse(
-        node, resolve, wrt, seed, has_aux, name, np_name, callee_vjp, always_tuple, custom_names, grads_only, growable
+        node, resolve, wrt, seed, has_aux, name, np_name, callee_vjp, always_tuple, custom_names, grads_only, growable,
+        in_place,
     ).run()

@@ -299,3 +299,22 @@ def test_an_error_in_an_inlined_line_names_that_line():
         srctrans.jvp(_mismatched, (np.ones(3), np.ones(2)), (np.ones(3), np.ones(2)))
     assert f"in your code: {__file__}:" in "\n".join(info.value.__notes__)
     assert "d = -x ** 2 + (x + y) ** 2" in "\n".join(info.value.__notes__)
+
+
+def _carried_state(xs, h):
+    for t in range(xs.shape[0]):
+        h = np.tanh(h * xs[t] + 1.0)
+    return np.sum(h)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_an_argument_not_differentiated_that_a_loop_makes_varying(compiled):
+    """``h`` has no tangent (zero, dropped), but after one trip it depends on ``xs``."""
+    rng = np.random.default_rng(5)
+    xs, h, v = 0.5 * rng.standard_normal((4, 3)), 0.3 * rng.standard_normal(3), rng.standard_normal((4, 3))
+    fn = srctrans.jit(_carried_state) if compiled else _carried_state
+    out, t = srctrans.jvp(fn, (xs, h), (v, np.zeros(3)))
+    eps = 1e-6
+    numeric = (_carried_state(xs + eps * v, h) - _carried_state(xs - eps * v, h)) / (2 * eps)
+    assert out == pytest.approx(_carried_state(xs, h), rel=1e-14)
+    assert t == pytest.approx(numeric, rel=1e-7, abs=1e-9)

@@ -4,13 +4,16 @@
 in ``sys.modules`` so Numba's on-disk cache can find it again), wraps every
 generated function in ``numba.njit(cache=..., error_model='numpy')`` and
 rebinds the module's names to the compiled dispatchers, so generated functions
-call each other compiled. Each dispatcher's first compile for a new signature
+call each other compiled. Recursive functions, and those that call one, are not
+cached on disk: Numba loads a cached recursive function into a segmentation fault
+(numba/numba#6061), so they are compiled again in each process. Each dispatcher's first compile for a new signature
 runs under the caller's lock; Numba's typing errors come back as
 :class:`GeneratedCodeError`, which names the generated file and line.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import types
 from collections.abc import Callable
@@ -99,6 +102,32 @@ def _register_overloads(text: str) -> None:
             importlib.import_module(f"{__package__}.{module}")
 
 
+def recursive_reach(text: str, functions: list[str]) -> set[str]:
+    """The functions of ``functions`` (defined in the module ``text``) that call themselves,
+    directly or through others, or call such a function."""
+    names = set(functions)
+    calls: dict[str, set[str]] = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name in names:
+            calls[node.name] = {
+                c.func.id for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in names
+            }
+
+    def reach(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = list(calls.get(start, ()))
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(calls.get(name, ()))
+        return seen
+
+    reached = {name: reach(name) for name in calls}
+    cyclic = {name for name, r in reached.items() if name in r}
+    return {name for name, r in reached.items() if name in cyclic or r & cyclic}
+
+
 def compile_module(
     path: str | Path,
     module_name: str,
@@ -114,13 +143,15 @@ def compile_module(
 ):
     """Compile the generated file at ``path``; returns the entry function's dispatcher."""
     path = str(path)
-    _register_overloads(Path(path).read_text())
+    text = Path(path).read_text()
+    _register_overloads(text)
     module = load_module(Path(path), module_name, bound)
     pyfuncs = {name: module.__dict__[name] for name in functions}
+    uncached = recursive_reach(text, functions) if cache else set()
     dispatchers = {}
     for name, fn in pyfuncs.items():
         jitted = numba.njit(
-            cache=cache,
+            cache=cache and name not in uncached,
             error_model="numpy",
             parallel=parallel and name == entry,
             fastmath=fastmath,

@@ -115,7 +115,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     if transform.name == "vmap":  # srctrans.batching: the batched entry (after the entry itself when it loops over it)
         from .batching.generate import batch_entry
 
-        adjoints, vmap_note, vmap_meta = batch_entry(entry, transform, np_name, namespace, static)
+        adjoints, vmap_note, vmap_meta = batch_entry(entry, transform, np_name, namespace, static, by_fn)
     if transform.name in ("grad", "vjp", "jvp"):
 
         def add_function(fn) -> _Unit:  # a function the adjoint calls as it is (custom_vjp fwd/bwd)
@@ -142,6 +142,9 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         unit.node = _rewrite_numpy(unit.node, unit, np_name)
     adjoints = [_rewrite_numpy(a, entry, np_name) for a in adjoints]
     loops = _loops(nested, by_fn, np_name)
+    every_unit = units
+    if transform.name == "vmap":  # a function only its batched version is called for is not written
+        units = _called_units(entry, units, loops + adjoints)
     imports, literals, bound_notes, bound_meta, bound = [], [], [], {}, {}
     emitted = [u.node for u in units] + loops + adjoints
     if any(_uses(n, np_name) for n in emitted) and np_name not in namespace:
@@ -151,7 +154,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     if any(_uses(n, "math") for n in emitted) and "math" not in namespace:
         imports.append("import math")
     seen: set[str] = set()
-    for unit in units:
+    for unit in every_unit:  # (a function not written may have a batched version that reads its names)
         for name, b in unit.bindings.items():
             if name in seen or b.kind in ("builtin", "callee", "vmapped"):
                 continue
@@ -174,7 +177,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         "params": params_meta,
         "bound": bound_meta,
         "fast": all(v[0] != "other" for v in bound_meta.values()),
-        "sources": {u.pf.display_file: os.path.abspath(u.pf.captured.filename) for u in units},
+        "sources": {u.pf.display_file: os.path.abspath(u.pf.captured.filename) for u in every_unit},
         **vmap_meta,
     }
     spec = ModuleSpec(
@@ -292,6 +295,21 @@ def _differentiate(
                        "srctrans.custom_vjp will let you give one; until then, compute this outside the differentiated function") from None
     except NotDifferentiable as err:
         raise _at_line(pf, UnsupportedSyntaxError, err.line, err.what, err.hint or None) from None
+
+
+def _called_units(entry, units: list, others: list) -> list:
+    """The entry's unit and the units some emitted function calls, in order."""
+    reached = [entry.node, *others]
+    kept = {id(entry)}
+    grew = True
+    while grew:
+        grew = False
+        for unit in units:
+            if id(unit) not in kept and any(_uses(n, unit.emit_name) for n in reached):
+                kept.add(id(unit))
+                reached.append(unit.node)
+                grew = True
+    return [u for u in units if id(u) in kept]
 
 
 def _show_command(source: str, title_fn: str, transform) -> str:

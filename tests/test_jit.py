@@ -215,3 +215,51 @@ def test_ordinary_numpy_that_numba_lacks_compiles_through_jit(make_module):
     idx = np.array([0, 0, 3])
     np.testing.assert_allclose(srctrans.jit(mod.scatter)(np.ones(3), idx), mod.scatter(np.ones(3), idx))
     assert "rt.matmul(a, b)" in srctrans.source(srctrans.jit(mod.products))
+
+
+RECURSIVE = """
+import numpy as np
+
+def countdown(x, n):
+    if n == 0:
+        return x
+    return countdown(x * 0.5, n - 1) + x
+
+def recursive(x):
+    return countdown(x, 3)
+"""
+
+
+def test_recursive_functions_survive_a_second_process(tmp_path):
+    """Numba loads a cached recursive function into a segmentation fault (numba/numba#6061):
+    recursive functions, and those calling one, are compiled in each process instead."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "recmodel.py").write_text(RECURSIVE)
+    script = (
+        "import numpy as np, srctrans, recmodel\n"
+        "print(srctrans.jit(recmodel.recursive)(np.ones(3))[0], srctrans.jit(srctrans.vmap(recmodel.recursive))(np.ones((2, 3)))[1, 0])\n"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, str(tmp_path)])}
+    for _ in range(2):  # the second process finds the first one's generated files and Numba cache
+        done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.split() == ["1.875", "1.875"]
+
+
+def test_which_functions_are_not_cached():
+    from numba_backend.cpu import recursive_reach
+
+    text = (
+        "def a(x):\n    return b(x)\n"
+        "def b(x):\n    return a(x) if x else c(x)\n"
+        "def c(x):\n    return x\n"
+        "def d(x):\n    return d(x - 1) if x else 0\n"
+        "def e(x):\n    return a(x) + c(x)\n"
+        "def f(x):\n    return c(x)\n"
+    )
+    assert recursive_reach(text, ["a", "b", "c", "d", "e", "f"]) == {"a", "b", "d", "e"}

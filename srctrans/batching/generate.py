@@ -15,8 +15,13 @@ import libcst as cst
 from ..rules.batching import Info
 
 
-def batch_entry(entry, transform, np_name: str, namespace, static) -> tuple[list[cst.FunctionDef], str, dict]:
-    """Replace ``entry.node`` by the batched entry; returns the functions emitted before it, a note, meta."""
+def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -> tuple[list[cst.FunctionDef], str, dict]:
+    """Replace ``entry.node`` by the batched entry; returns the functions emitted before it, a note, meta.
+
+    ``by_fn``: the build's units of your functions the entry calls (by ``id`` of the function),
+    whose batched versions the rewrite writes into the same file when it calls them with
+    batched arguments.
+    """
     from ..ad.reverse import _LOCAL
     from ..build import _at_line, _entry_signature, _resolver, _structured
     from ..emit import clean_signature, with_origins
@@ -50,9 +55,12 @@ def batch_entry(entry, transform, np_name: str, namespace, static) -> tuple[list
         normal, _ = _entry_signature(unit, normal, static)
         normal = _return_display(normal)
         info = {p: Info(bool(b), r) for p, b, r in zip(params, flags, ranks)}
+        callees = _Callees(by_fn or {}, np_name, namespace, options.get("axis_name"), name)
         try:
             resolve = _resolver(unit, normal, np_name, _LOCAL)
-            node, unbatched = vectorize(normal, info, resolve, _LOCAL, np_name, name, axis_size, options.get("axis_name"))
+            node, unbatched = vectorize(
+                normal, info, resolve, _LOCAL, np_name, name, axis_size, options.get("axis_name"), callees
+            )
         except NoBatchRule as err:
             if method == "vectorize":
                 raise _at_line(pf, UnsupportedSyntaxError, err.line, f"vmap cannot vectorize this: {err.what}",
@@ -63,7 +71,7 @@ def batch_entry(entry, transform, np_name: str, namespace, static) -> tuple[list
             entry.node = node
             entry.emit_name = name
             meta["vmap"] = {"method": "vectorize", "unbatched_outputs": unbatched}
-            return [], "vmap method: vectorized (every statement has a batching rule)", meta
+            return callees.made, "vmap method: vectorized (every statement has a batching rule)", meta
     else:
         normal = anf(_structured(unit, desugar(with_origins(pf), np_name, modules)), frozenset(namespace))
         normal, _ = _entry_signature(unit, clean_signature(normal, entry.emit_name), static)
@@ -76,6 +84,79 @@ def batch_entry(entry, transform, np_name: str, namespace, static) -> tuple[list
     entry.emit_name = name
     meta["vmap"] = {"method": "loop", "unbatched_outputs": []}
     return [plain], f"vmap method: a loop over the examples, because {why}", meta
+
+
+class _Callees:
+    """The batched versions of your functions that the vectorized entry calls with batched arguments.
+
+    ``per(w, x)`` called with a batched ``x`` becomes ``per_vmap_u1_b1(w, x)``: ``per``
+    vectorized for those arguments (``u``nbatched or ``b``atched, and one example's rank),
+    written into the same file before the entry, once per combination. A function that
+    cannot be vectorized, returns a tuple, or calls itself with batched arguments is
+    refused (:class:`Unbatchable`); the entry then loops over the examples, as before.
+    """
+
+    def __init__(self, by_fn: dict, np_name: str, namespace, axis_name, entry_name: str) -> None:
+        self.by_fn = by_fn
+        self.np_name = np_name
+        self.namespace = namespace
+        self.axis_name = axis_name
+        self.taken = {entry_name}
+        self.made: list[cst.FunctionDef] = []
+        self.found: dict[tuple, tuple[str, Info]] = {}
+        self.busy: set[int] = set()
+
+    def __call__(self, fn, infos: list[Info]) -> tuple[str, Info]:
+        from ..ad.reverse import _LOCAL
+        from ..build import _resolver, _structured
+        from ..emit import clean_signature, with_origins
+        from ..passes.anf import anf
+        from ..passes.desugar import desugar
+        from ..rules.batching import Unbatchable
+        from .vectorize import NoBatchRule, vectorize
+
+        key = (id(fn), tuple(infos))
+        if key in self.found:
+            return self.found[key]
+        unit = self.by_fn.get(id(fn))
+        label = getattr(fn, "__name__", "a function")
+        if unit is None or id(fn) in self.busy:
+            raise Unbatchable(f"{label} called with batched arguments" + (" from itself" if unit is not None else ""))
+        if any(i.length is not None for i in infos):
+            raise Unbatchable(f"{label} called with a tuple of batched values")
+        modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
+        normal = anf(_structured(unit, desugar(with_origins(unit.pf), self.np_name, modules)), frozenset(self.namespace))
+        normal = _return_display(clean_signature(normal, unit.emit_name))
+        params = normal.params
+        if params.star_arg is not cst.MaybeSentinel.DEFAULT or params.kwonly_params or params.star_kwarg:
+            raise Unbatchable(f"{label} takes *args, keyword-only or **kwargs parameters")
+        names = [p.name.value for p in params.params]
+        if len(names) != len(infos):
+            raise Unbatchable(f"{label} called with {len(infos)} of its {len(names)} arguments")
+        tag = "_".join(("b" if i.batched else "u") + ("" if i.rank is None else str(i.rank)) for i in infos)
+        name = f"{unit.emit_name}_vmap_{tag}"
+        while name in self.taken or name in self.namespace:
+            name += "_"
+        returned: list[Info] = []
+        self.busy.add(id(fn))
+        try:
+            resolve = _resolver(unit, normal, self.np_name, _LOCAL)
+            node, _ = vectorize(
+                normal, dict(zip(names, infos)), resolve, _LOCAL, self.np_name, name, None, self.axis_name, self, returned
+            )
+        except NoBatchRule as err:
+            where = f" (line {err.line})" if err.line else ""
+            raise Unbatchable(f"{label}{where}: {err.what}") from None
+        finally:
+            self.busy.discard(id(fn))
+        last = normal.body.body[-1] if normal.body.body else None
+        ret = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and last.body else None
+        if len(returned) != 1 or not isinstance(ret, cst.Return) or isinstance(ret.value, cst.Tuple) or returned[0].length is not None:
+            raise Unbatchable(f"{label} returns a tuple (called with batched arguments)")
+        self.taken.add(name)
+        self.made.append(node)
+        self.found[key] = (name, returned[0])
+        return self.found[key]
 
 
 def _refuse_collectives(node: cst.FunctionDef, resolve, pf, why: str) -> None:

@@ -93,13 +93,17 @@ def _line_of(node: cst.CSTNode) -> int | None:
 class _Ops:
     """Sites of right-hand sides: which rule, which operands; shared by the analysis and the rewrite."""
 
-    def __init__(self, resolve: Callable, local_marker: Any, np_name: str, n_name: str, axis_name: Any = None) -> None:
+    def __init__(
+        self, resolve: Callable, local_marker: Any, np_name: str, n_name: str, axis_name: Any = None, callee: Callable | None = None
+    ) -> None:
         self.resolve = resolve
         self.local = local_marker
         self.np = np_name
         self.n = n_name
         self.axis_name = axis_name
         self.uses_n = False
+        # callee(fn, infos) -> (name, Info): the batched version of a user function, for its arguments' infos
+        self.callee = callee
 
     # --- operands -----------------------------------------------------------------
 
@@ -222,9 +226,13 @@ class _Ops:
             site = mk(label, None, args, kwargs)
             from ..analysis.resolve import is_user_function
 
-            pure = is_user_function(obj) or _plain_numpy(obj) or _pure_helper(obj)
+            user = is_user_function(obj)
+            pure = user or _plain_numpy(obj) or _pure_helper(obj)
             if not site.any_batched() and pure:
                 return _unbatched_call, site, label
+            if user and self.callee is not None and not kwargs:  # your function, batched itself
+                name, out = self.callee(obj, [a.info for a in args])
+                return _batched_call(name, out), site, label
             return None, site, label
         return BATCHING[key], mk(label, None, args, kwargs), key
 
@@ -279,6 +287,12 @@ def _pure_helper(obj: Any) -> bool:
 
 
 _unbatched_call = BatchRule("unbatched", lambda site: Info(False, None), lambda site: site.write())
+
+
+def _batched_call(name: str, out: Info) -> BatchRule:
+    """A call of your function with batched arguments: a call of its batched version ``name``,
+    written into the same file, whose result is batched with the rank ``out`` says."""
+    return BatchRule("callee", lambda site: out, lambda site: site.write(func=name))
 
 
 def _reads_outside(body: list, skip: cst.CSTNode) -> set[str]:
@@ -445,6 +459,7 @@ class _Rewrite:
         self.once = once  # names assigned by one line of the function only
         self.batched = axes.batched
         self.outputs_unbatched: set[int] = set()
+        self.returned: list[Info] = []  # the returned value's info, for a single value returned (a callee's)
         # the new ``name = ...`` lines whose right-hand side has a rule, by id (the dicts keep them alive, so
         # that no other node takes their id); ``fusible``: elementwise, assigning a temporary (``t3``)
         self.pure: dict[int, cst.CSTNode] = {}
@@ -612,6 +627,7 @@ class _Rewrite:
             else:
                 self.outputs_unbatched.add(i)
                 texts.append(self._broadcast(o.text))
+            self.returned.append(Info(True, o.rank, o.info.length))
         if isinstance(value, cst.Tuple):
             return "return " + ", ".join(texts) + ("," if len(texts) == 1 else "")
         return f"return {texts[0]}"
@@ -636,15 +652,20 @@ def vectorize(
     name: str,
     axis_size: int | None,
     axis_name: Any = None,
+    callee: Callable | None = None,
+    returned: list[Info] | None = None,
 ) -> tuple[cst.FunctionDef, list[int]]:
     """The batched version of ``node`` (see the module docstring); also the outputs that were unbatched.
 
+    ``callee(fn, infos)`` gives the batched version of a user function called with batched
+    arguments (its name, and what is known of its result), or raises :class:`Unbatchable`.
+    ``returned``, when given, receives the infos of the values the function returns.
     Raises :class:`NoBatchRule` with the user's line for a statement no rule expresses.
     """
     gen = NameGen(scan(node).all | {"rt", np_name})
     node = split_displays(node, gen)
     n_name = gen.fresh("n", numbered=False)
-    ops = _Ops(resolve, local_marker, np_name, n_name, axis_name)
+    ops = _Ops(resolve, local_marker, np_name, n_name, axis_name, callee)
     body = list(node.body.body)
 
     def analyse(stmts) -> Axes:
@@ -671,6 +692,8 @@ def vectorize(
         size = f"{first}.shape[0]" if first is not None else repr(axis_size)
         prologue.append(cst.parse_statement(f"{n_name} = {size}  # the batch size\n"))
     new = node.with_changes(name=cst.Name(name), body=node.body.with_changes(body=[*prologue, *new_body]))
+    if returned is not None:
+        returned.extend(rewrite.returned)
     return new, sorted(rewrite.outputs_unbatched)
 
 

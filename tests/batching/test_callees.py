@@ -1,0 +1,177 @@
+"""vmap of a function that calls your own functions with batched arguments: the callees are vectorized too.
+
+``dense(W, x)`` called with a batched ``x`` becomes ``dense_vmap_u2_b1(W, x)``, written into
+the same file; results equal stacked per-example results, uncompiled and compiled. A callee
+that cannot be vectorized (a tuple result, recursion, a data-dependent loop) sends the entry
+to the per-example loop, with the reason in the file's header.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srctrans
+
+
+def dense(W, x):
+    return np.tanh(W @ x)
+
+
+def net(W1, W2, x):
+    h = dense(W1, x)
+    return np.sum(dense(W2, h) ** 2)
+
+
+def scale(x, s):
+    return x * s
+
+
+def mixed(x, s):
+    a = scale(x, 2.0)  # batched x, constant s
+    b = scale(np.ones(3), s)  # unbatched x, batched s
+    c = scale(x, s)  # both batched
+    return a + b + c
+
+
+def inner(x):
+    return np.sin(x) + 1.0
+
+
+def middle(x, k):
+    return inner(x) * k
+
+
+def outer(x, k):
+    return middle(x, k) - inner(x)
+
+
+def moments(x):
+    return np.mean(x), np.var(x)
+
+
+def uses_tuple(x):
+    m, v = moments(x)
+    return (x - m) / np.sqrt(v + 1e-9)
+
+
+def countdown(x, n):
+    if n == 0:
+        return x
+    return countdown(x * 0.5, n - 1) + x
+
+
+def recursive(x):
+    return countdown(x, 3)
+
+
+def halve_until_small(x):
+    while np.sum(x * x) > 1.0:
+        x = x * 0.5
+    return x
+
+
+def data_loop(x):
+    return halve_until_small(x) + 1.0
+
+
+def centered(x):
+    return x - srctrans.pmean(x, "i")
+
+
+def with_collective(x):
+    return centered(x) * 2.0
+
+
+def _stacked(fn, in_axes, args):
+    size = next(np.shape(a)[ax] for a, ax in zip(args, in_axes) if ax is not None)
+    rows = []
+    for k in range(size):
+        rows.append(fn(*[a if ax is None else np.take(a, k, axis=ax) for a, ax in zip(args, in_axes)]))
+    return np.stack(rows)
+
+
+RNG = np.random.default_rng(11)
+CASES = [
+    (net, (None, None, 0), (RNG.standard_normal((8, 5)), RNG.standard_normal((3, 8)), RNG.standard_normal((6, 5)))),
+    (mixed, (0, 0), (RNG.standard_normal((4, 3)), RNG.standard_normal(4))),
+    (outer, (0, None), (RNG.standard_normal((5, 2)), 1.5)),
+    (outer, (1, 0), (RNG.standard_normal((2, 5)), RNG.standard_normal(5))),
+]
+
+
+@pytest.mark.parametrize("fn, in_axes, args", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+def test_callees_are_vectorized(fn, in_axes, args):
+    want = _stacked(fn, in_axes, args)
+    batched = srctrans.vmap(fn, in_axes=in_axes)
+    np.testing.assert_allclose(batched(*args), want, rtol=1e-12, atol=1e-12)
+    spec = batched._last()[0]
+    assert spec.gen.meta["vmap"]["method"] == "vectorize"
+    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(fn, in_axes=in_axes))(*args), want, rtol=1e-12, atol=1e-12)
+
+
+def test_the_file_holds_one_batched_version_per_combination():
+    batched = srctrans.vmap(mixed)
+    batched(RNG.standard_normal((4, 3)), RNG.standard_normal(4))
+    text = batched._last()[0].gen.path.read_text()
+    assert "def scale_vmap_b1_u0(" in text  # scale(x, 2.0)
+    assert "def scale_vmap_u1_b0(" in text  # scale(np.ones(3), s)
+    assert "def scale_vmap_b1_b0(" in text  # scale(x, s)
+    assert "def scale(" not in text  # the plain function is called nowhere: not written
+    assert "a = scale_vmap_b1_u0(x, 2.0)" in text
+
+
+def test_callees_of_callees():
+    batched = srctrans.vmap(outer, in_axes=(0, None))
+    x = RNG.standard_normal((5, 2))
+    batched(x, 1.5)
+    text = batched._last()[0].gen.path.read_text()
+    assert "def middle_vmap_b1_u" in text and "def inner_vmap_b1(" in text
+    assert text.count("def inner_vmap_b1(") == 1  # called from two places, written once
+
+
+@pytest.mark.parametrize(
+    "fn, reason",
+    [
+        (uses_tuple, "moments returns a tuple"),
+        (recursive, "countdown"),
+        (data_loop, "while loop"),
+    ],
+)
+def test_callees_that_cannot_be_vectorized_loop_with_the_reason(fn, reason):
+    x = RNG.standard_normal((4, 3))
+    batched = srctrans.vmap(fn)
+    np.testing.assert_allclose(batched(x), _stacked(fn, (0,), (x,)), rtol=1e-12, atol=1e-12)
+    spec = batched._last()[0]
+    assert spec.gen.meta["vmap"]["method"] == "loop"
+    header = next(line for line in spec.gen.path.read_text().splitlines() if line.startswith("# vmap method"))
+    assert reason in header
+    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(fn))(x), _stacked(fn, (0,), (x,)), rtol=1e-12, atol=1e-12)
+
+
+def test_a_collective_in_a_callee_sees_the_whole_batch():
+    x = RNG.standard_normal((6, 2))
+    got = srctrans.vmap(with_collective, axis_name="i")(x)
+    np.testing.assert_allclose(got, (x - x.mean(axis=0)) * 2.0, rtol=1e-12, atol=1e-12)
+
+
+def test_per_example_gradients_through_a_callee():
+    W1, W2, X = CASES[0][2]
+    grads = srctrans.vmap(srctrans.grad(net, argnums=(0, 1)), in_axes=(None, None, 0))(W1, W2, X)
+    one = srctrans.grad(net, argnums=(0, 1))
+    for k, x in enumerate(X):
+        g1, g2 = one(W1, W2, x)
+        np.testing.assert_allclose(grads[0][k], g1, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(grads[1][k], g2, rtol=1e-12, atol=1e-12)
+
+
+def test_grad_of_a_function_that_vmaps_a_function_with_callees():
+    W1, W2, X = CASES[0][2]
+    batched = srctrans.vmap(net, in_axes=(None, None, 0))
+
+    def total(W1, W2, X):
+        return np.sum(batched(W1, W2, X))
+
+    got = srctrans.grad(total, argnums=0)(W1, W2, X)
+    want = sum(srctrans.grad(net, argnums=0)(W1, W2, x) for x in X)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -525,7 +525,7 @@ class _Rewrite:
             rule, _, _ = self.ops.site(value, env, self.batched)
         except Unbatchable:
             return False
-        return rule is not None and rule is not _unbatched_call
+        return rule is not None and rule is not _unbatched_call and rule.kind != "callee"  # (yours may write)
 
     def _is_fusible(self, small, env) -> bool:
         target = small.targets[0].target.value

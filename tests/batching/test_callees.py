@@ -175,3 +175,21 @@ def test_grad_of_a_function_that_vmaps_a_function_with_callees():
     got = srctrans.grad(total, argnums=0)(W1, W2, X)
     want = sum(srctrans.grad(net, argnums=0)(W1, W2, x) for x in X)
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def fill(out, x):
+    out[:] = x * 2.0  # writes into its argument
+    return np.sum(out)
+
+
+def writes_through_a_callee(x):
+    buf = np.zeros_like(x)
+    s = fill(buf, x)  # noqa: F841 (s unused: the call still runs)
+    return buf + 1.0
+
+
+def test_a_callee_whose_result_is_unused_still_runs():
+    x = RNG.standard_normal((4, 3))
+    batched = srctrans.vmap(writes_through_a_callee)
+    np.testing.assert_allclose(batched(x), x * 2.0 + 1.0, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(writes_through_a_callee))(x), x * 2.0 + 1.0, rtol=1e-12)

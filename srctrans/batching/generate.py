@@ -127,6 +127,9 @@ class _Callees:
         modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
         normal = anf(_structured(unit, desugar(with_origins(unit.pf), self.np_name, modules)), frozenset(self.namespace))
         normal = _return_display(clean_signature(normal, unit.emit_name))
+        effect = _side_effect(normal)
+        if effect:
+            raise Unbatchable(f"{label} {effect} (called with batched arguments, it runs one example at a time)")
         params = normal.params
         if params.star_arg is not cst.MaybeSentinel.DEFAULT or params.kwonly_params or params.star_kwarg:
             raise Unbatchable(f"{label} takes *args, keyword-only or **kwargs parameters")
@@ -157,6 +160,35 @@ class _Callees:
         self.made.append(node)
         self.found[key] = (name, returned[0])
         return self.found[key]
+
+
+def _side_effect(node: cst.FunctionDef) -> str:
+    """What in ``node`` does more than compute its result: a write into an array, a call made
+    for its effect, an ``out=`` argument; "" when nothing does. A function with such an effect
+    is not vectorized as a callee: a masked select would run it for both branches."""
+
+    class Effects(cst.CSTVisitor):
+        found = ""
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            if isinstance(n.target, (cst.Subscript, cst.Attribute)):
+                Effects.found = Effects.found or "writes into an array"
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if not isinstance(n.target, cst.Name):
+                Effects.found = Effects.found or "writes into an array"
+
+        def visit_Expr(self, n: cst.Expr) -> None:
+            if isinstance(n.value, cst.Call):
+                Effects.found = Effects.found or "makes a call for its effect"
+
+        def visit_Arg(self, n: cst.Arg) -> None:
+            if n.keyword is not None and n.keyword.value == "out":
+                Effects.found = Effects.found or "writes into an out= array"
+
+    Effects.found = ""
+    node.body.visit(Effects())
+    return Effects.found
 
 
 def _refuse_collectives(node: cst.FunctionDef, resolve, pf, why: str) -> None:

@@ -188,8 +188,22 @@ def writes_through_a_callee(x):
     return buf + 1.0
 
 
-def test_a_callee_whose_result_is_unused_still_runs():
-    x = RNG.standard_normal((4, 3))
-    batched = srctrans.vmap(writes_through_a_callee)
-    np.testing.assert_allclose(batched(x), x * 2.0 + 1.0, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(writes_through_a_callee))(x), x * 2.0 + 1.0, rtol=1e-12)
+def pick(x):
+    buf = np.zeros_like(x)
+    if np.sum(x) > 0.0:  # a batched test: a masked select computes both branches
+        s = fill(buf, x)
+    else:
+        s = np.sum(x)
+    return buf + s
+
+
+def test_a_callee_that_writes_is_run_one_example_at_a_time():
+    """It would run for both branches of a masked select: the entry loops over the examples."""
+    x = RNG.standard_normal((6, 3))
+    for fn in (writes_through_a_callee, pick):
+        want = np.stack([fn(e) for e in x])
+        batched = srctrans.vmap(fn)
+        np.testing.assert_allclose(batched(x), want, rtol=1e-12, atol=1e-12)
+        header = next(line for line in batched._last()[0].gen.path.read_text().splitlines() if line.startswith("# vmap method"))
+        assert "fill writes into an array" in header
+        np.testing.assert_allclose(srctrans.jit(srctrans.vmap(fn))(x), want, rtol=1e-12, atol=1e-12)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ..rules.batching import Info
+from ..rules.batching import Info, Unbatchable
 
 Env = dict[str, Info]
 ValueInfo = Callable[[cst.BaseExpression, Mapping[str, Info], frozenset], Info]
@@ -44,7 +44,8 @@ def _join(a: Env, b: Env) -> Env:
             out[name] = info
         else:
             out[name] = Info(prior.batched or info.batched, prior.rank if prior.rank == info.rank else None,
-                             prior.length if prior.length == info.length else None)
+                             prior.length if prior.length == info.length else None,
+                             prior.elements if prior.elements == info.elements else None)
     return out
 
 
@@ -67,7 +68,24 @@ class _Walk:
     def set(self, env: Env, name: str, info: Info) -> None:
         if info.batched:
             self.mark(name)
-        env[name] = Info(name in self.batched, info.rank, info.length)
+        env[name] = Info(name in self.batched, info.rank, info.length, info.elements)
+
+    def unpack(self, env: Env, target: cst.BaseExpression, info: Info) -> None:
+        """Give the names of ``target`` (``out, (a, b)``) the infos of a tuple's elements."""
+        if isinstance(target, cst.Name):
+            self.set(env, target.value, info)
+            return
+        parts = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
+        if parts is None or info.elements is None or len(parts) != len(info.elements):
+            raise Unbatchable("unpacking a tuple your function returned into other names than its elements")
+        for el, sub in zip(parts, info.elements):
+            self.unpack(env, el.value, sub)
+
+    def tuple_of(self, expr: cst.BaseExpression, env: Env) -> Info | None:
+        """The info of a name holding a tuple your function returned, else None."""
+        if isinstance(expr, cst.Name) and expr.value in env and env[expr.value].elements is not None:
+            return env[expr.value]
+        return None
 
     def block(self, stmts: Sequence[cst.CSTNode], env: Env) -> Env:
         for stmt in stmts:
@@ -132,11 +150,13 @@ class _Walk:
 
     def small(self, small: cst.BaseSmallStatement, env: Env) -> None:
         if isinstance(small, cst.Assign):
-            value = self.info(small.value, env)
+            value = self.tuple_of(small.value, env) or self.info(small.value, env)
             for target in small.targets:
                 t = target.target
                 if isinstance(t, cst.Name):
                     self.set(env, t.value, value)
+                elif value.elements is not None:
+                    self.unpack(env, t, value)
                 elif isinstance(t, (cst.Tuple, cst.List)):
                     for name in _names(t):
                         self.set(env, name, Info(value.batched, 0 if value.length is not None else None))

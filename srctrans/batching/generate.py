@@ -154,12 +154,27 @@ class _Callees:
             self.busy.discard(id(fn))
         last = normal.body.body[-1] if normal.body.body else None
         ret = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and last.body else None
-        if len(returned) != 1 or not isinstance(ret, cst.Return) or isinstance(ret.value, cst.Tuple) or returned[0].length is not None:
-            raise Unbatchable(f"{label} returns a tuple (called with batched arguments)")
+        if not isinstance(ret, cst.Return) or not returned:
+            raise Unbatchable(f"{label} does not end with its return (called with batched arguments)")
+        if isinstance(ret.value, cst.Tuple):  # unpacked by the caller: each element's info
+            out = Info(True, None, len(returned), tuple(returned))
+        elif len(returned) == 1:
+            out = returned[0]
+        else:
+            raise Unbatchable(f"{label} returns in several places (called with batched arguments)")
+        if not _known_leaves(out):
+            raise Unbatchable(f"{label} returns a tuple whose elements are not known (called with batched arguments)")
         self.taken.add(name)
         self.made.append(node)
-        self.found[key] = (name, returned[0])
+        self.found[key] = (name, out)
         return self.found[key]
+
+
+def _known_leaves(info: Info) -> bool:
+    """Every leaf of a returned value is an array (or number) whose rank vmap follows, not a tuple it cannot see into."""
+    if info.elements is not None:
+        return all(_known_leaves(e) for e in info.elements)
+    return info.length is None
 
 
 def _side_effect(node: cst.FunctionDef) -> str:

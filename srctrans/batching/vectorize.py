@@ -115,6 +115,8 @@ class _Ops:
                 return Operand(text, Info(False, None if value is None else 0), value)
             if expr.value in env:
                 info = env[expr.value]
+                if info.elements is not None:
+                    raise Unbatchable(f"the tuple {text} (returned by your function) used other than by unpacking it")
                 return Operand(text, Info(expr.value in batched, info.rank, info.length))
             obj = self.resolve(expr)
             if obj is self.local:
@@ -546,13 +548,20 @@ class _Rewrite:
         b = self.batched
         if isinstance(small, cst.Assign):
             (target,) = [t.target for t in small.targets]
+            held = small.value if isinstance(small.value, cst.Name) and env.get(small.value.value, Info(False, None)).elements else None
+            if held is not None:  # a tuple your function returned, unpacked or copied
+                return f"{code(target).strip()} = {held.value}"
             if isinstance(target, cst.Name):
                 text, info = self.ops.emit(small.value, env, b)
                 if target.value in b and not info.batched:
                     text = self._broadcast(text)
                 return f"{target.value} = {text}"
             if isinstance(target, (cst.Tuple, cst.List)):
-                if self.ops.info(small.value, env, b).batched:
+                info = self.ops.info(small.value, env, b)
+                if info.elements is not None:  # out, bars = f(x): its batched version's tuple
+                    text, _ = self.ops.emit(small.value, env, b)
+                    return f"{code(target).strip()} = {text}"
+                if info.batched:
                     raise Unbatchable("unpacking a batched value")
                 return code(small).strip()
             if isinstance(target, cst.Subscript):
@@ -618,6 +627,7 @@ class _Rewrite:
         for i, el in enumerate(elements):
             if isinstance(el, cst.Tuple):  # a nested result (a pytree the function made): each leaf batched
                 texts.append(self._returned(el, env))
+                self.returned.append(self._returned_info(el, env))
                 continue
             o = self.ops.operand(el, env, self.batched)
             if o.info.length is not None and not isinstance(el, cst.Name):
@@ -631,6 +641,14 @@ class _Rewrite:
         if isinstance(value, cst.Tuple):
             return "return " + ", ".join(texts) + ("," if len(texts) == 1 else "")
         return f"return {texts[0]}"
+
+    def _returned_info(self, value: cst.BaseExpression, env) -> Info:
+        """What is known of a returned value once every leaf is batched (as :meth:`_returned` writes it)."""
+        if isinstance(value, cst.Tuple):
+            parts = tuple(self._returned_info(el.value, env) for el in value.elements)
+            return Info(True, None, len(parts), parts)
+        o = self.ops.operand(value, env, self.batched)
+        return Info(True, o.rank, o.info.length)
 
     def _returned(self, value: cst.BaseExpression, env) -> str:
         """A returned value inside the returned tuple, with the batch axis first in each leaf."""

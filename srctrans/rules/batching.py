@@ -45,12 +45,15 @@ class Info:
     """What is known of a value: whether it carries the batch axis, and one example's rank.
 
     ``rank`` is None when unknown; ``length`` is a tuple's length (``x.shape``), whose
-    elements are unbatched integers.
+    elements are unbatched integers. ``elements``: what is known of each element of a
+    tuple that your function returns (its batched version, called with batched
+    arguments); such a tuple can only be unpacked (``out, bars = f(x)``).
     """
 
     batched: bool
     rank: int | None
     length: int | None = None
+    elements: tuple | None = None
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,23 @@ def uses_tuple(x):
     return (x - m) / np.sqrt(v + 1e-9)
 
 
+def parts(x, k):
+    return x * k, (np.sum(x), x + k)
+
+
+def nested_results(x, k):
+    a, (s, b) = parts(x, k)
+    pair = parts(b, 2.0)  # held whole, then unpacked
+    c, inner = pair
+    t, d = inner
+    return a * s + b + c + t * d
+
+
+def uses_tuple_badly(x):
+    pair = moments(x)
+    return x * pair[0]
+
+
 def countdown(x, n):
     if n == 0:
         return x
@@ -97,6 +114,8 @@ CASES = [
     (mixed, (0, 0), (RNG.standard_normal((4, 3)), RNG.standard_normal(4))),
     (outer, (0, None), (RNG.standard_normal((5, 2)), 1.5)),
     (outer, (1, 0), (RNG.standard_normal((2, 5)), RNG.standard_normal(5))),
+    (uses_tuple, (0,), (RNG.standard_normal((4, 3)),)),
+    (nested_results, (0, None), (RNG.standard_normal((4, 3)), 0.5)),
 ]
 
 
@@ -133,7 +152,7 @@ def test_callees_of_callees():
 @pytest.mark.parametrize(
     "fn, reason",
     [
-        (uses_tuple, "moments returns a tuple"),
+        (uses_tuple_badly, "the tuple pair (returned by your function) used other than by unpacking it"),
         (recursive, "countdown"),
         (data_loop, "while loop"),
     ],
@@ -155,9 +174,14 @@ def test_a_collective_in_a_callee_sees_the_whole_batch():
     np.testing.assert_allclose(got, (x - x.mean(axis=0)) * 2.0, rtol=1e-12, atol=1e-12)
 
 
-def test_per_example_gradients_through_a_callee():
+@pytest.mark.parametrize("compiled", [False, True])
+def test_per_example_gradients_through_a_callee(compiled):
+    """The adjoint file calls dense's adjoint, which returns (out, (W_bar, x_bar)): vectorized too."""
     W1, W2, X = CASES[0][2]
-    grads = srctrans.vmap(srctrans.grad(net, argnums=(0, 1)), in_axes=(None, None, 0))(W1, W2, X)
+    per_example = srctrans.vmap(srctrans.grad(net, argnums=(0, 1)), in_axes=(None, None, 0))
+    grads = (srctrans.jit(per_example) if compiled else per_example)(W1, W2, X)
+    if not compiled:
+        assert per_example._last()[0].gen.meta["vmap"]["method"] == "vectorize"
     one = srctrans.grad(net, argnums=(0, 1))
     for k, x in enumerate(X):
         g1, g2 = one(W1, W2, x)

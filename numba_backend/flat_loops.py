@@ -15,7 +15,11 @@ one loop over the rows with a contiguous inner loop: the operands are read at th
 offset as the result, or at the column for a trailing operand. Anything else (an operand
 with a broadcast axis of length 1, a strided view, several results) takes Numba's own loop
 nest, which the same function still contains. Each element is computed by the same
-operations as before, so results are bit for bit the same.
+operations as in Numba's nest, so arithmetic gives the same results bit for bit. A line
+that also calls ``np.tanh``, ``np.exp``... and that Numba's nest did not vectorize (four
+operands or more) now is vectorized, so with libmvec in use (``vector_math``) it calls the
+SIMD function, whose results may differ from the scalar one by a few ulp (within glibc's
+4-ulp bound; NumPy's own SIMD loops differ from libm likewise).
 
 It fails safe: with ``SRCTRANS_NO_FLAT_LOOPS=1`` in the environment, or if Numba's
 ``npyimpl`` changes shape, nothing is patched.

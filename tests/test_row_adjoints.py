@@ -188,3 +188,41 @@ def test_an_empty_loop_adds_nothing():
         gx, gh = g(xs, H)
         assert gx.shape == (0, 3)
         np.testing.assert_array_equal(gh, np.ones(3))  # h passes through untouched
+
+
+def _carried(x, h):
+    for _ in range(3):
+        h = np.tanh(h * x)
+    return np.sum(h)
+
+
+_grad_rnn = srctrans.grad(rnn)
+_grad_carried = srctrans.grad(_carried)
+
+
+def _sum_grad_rnn(xs, h):
+    return np.sum(_grad_rnn(xs, h))
+
+
+def _sum_grad_carried(x, h):
+    return np.sum(_grad_carried(x, h))
+
+
+@pytest.mark.parametrize("fn, x", [(_sum_grad_rnn, XS), (_sum_grad_carried, XS[0])], ids=["rows", "carried"])
+def test_reverse_over_reverse_through_a_carried_argument(fn, x):
+    """``h`` is not differentiated but carries differentiated values from the first trip on:
+    its adjoint must start at zero before the loop (the second-order adjoint lost it)."""
+    numeric = _numeric_grad(fn, (x, H), 0)
+    np.testing.assert_allclose(srctrans.grad(fn)(x, H), numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_jacobians_of_a_gradient_through_a_carried_argument():
+    grad0 = srctrans.grad(rnn)
+    eps = 1e-6
+    numeric = np.zeros(XS.shape + XS.shape)
+    for idx in np.ndindex(XS.shape):
+        e = np.zeros_like(XS)
+        e[idx] = eps
+        numeric[(...,) + idx] = (grad0(XS + e, H) - grad0(XS - e, H)) / (2 * eps)
+    for jac in (srctrans.jacrev, srctrans.jacfwd):
+        np.testing.assert_allclose(jac(grad0)(XS, H), numeric, rtol=1e-5, atol=1e-7)

@@ -905,8 +905,8 @@ class Reverse:
             n for n in self.act.active & self.useful if self.home(n) is block and not self.simple(n, block)
         )  # an adjoint nothing flows into needs no start
         for n in names:
-            if n in self.params and n not in self.wrt:
-                continue
+            if n in self.params and n not in self.wrt and not self.act.defs.get(n):
+                continue  # (an argument the function reassigns, as a loop's state, holds differentiated values)
             if self._branch_local(n, block):
                 continue  # its first contribution starts it, on the paths where it exists
             if self.seed_param and self.bar(n) == self.seed_param:

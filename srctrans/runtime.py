@@ -175,22 +175,25 @@ def diag_grad(g, x, k=0):
 
 def getitem_grad(g, x, index):
     """Adjoint of ``x[index]``: ``g`` added into zeros at ``index`` (repeated indices add up)."""
+    out = zeros_like(_indexable(x))
+    np.add.at(out, index, g)
+    return out
+
+
+def _indexable(x):
+    """``x``, an array whose elements' adjoints can be added up; a tuple or list is refused."""
     if isinstance(x, (tuple, list)):
         raise TypeError(
             "srctrans: indexing a tuple or list of differentiated values is not differentiated; "
             "unpack it instead (a, b = t)"
         )
-    out = zeros_like(x)
-    np.add.at(out, index, g)
-    return out
+    return x
 
 
 def getitem_grad_add(out, g, index):
     """``out += getitem_grad(g, x, index)`` in place, for an ``out`` shaped as ``x``: a loop's
     reads ``x[i]`` add their adjoints into rows of one array (repeated indices add up)."""
-    if not isinstance(out, np.ndarray):
-        getitem_grad(g, out, index)  # (its errors: a tuple or list indexed)
-    np.add.at(out, index, g)
+    np.add.at(_indexable(out), index, g)
 
 
 def _unique_rows(index, what: str) -> None:

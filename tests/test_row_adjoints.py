@@ -27,6 +27,16 @@ def _numeric_grad(f, args, i, eps=1e-6):
     return g
 
 
+def _numeric_jacobian(grad_fn, xs, h, eps=1e-6):
+    """Central differences of ``grad_fn(xs, h)`` along each entry of xs: shape ``xs.shape * 2``."""
+    numeric = np.zeros(xs.shape + xs.shape)
+    for idx in np.ndindex(xs.shape):
+        e = np.zeros_like(xs)
+        e[idx] = eps
+        numeric[(...,) + idx] = (grad_fn(xs + e, h) - grad_fn(xs - e, h)) / (2 * eps)
+    return numeric
+
+
 def rnn(xs, h):
     for t in range(xs.shape[0]):
         h = np.tanh(h * xs[t] + 1.0)
@@ -169,13 +179,7 @@ def test_files_other_transformations_read_stay_functional():
     xs, h = XS, H
     hess = srctrans.hessian(rnn, argnums=0)(xs, h)
     grad0 = srctrans.grad(rnn, argnums=0)
-    eps = 1e-6
-    numeric = np.zeros(xs.shape + xs.shape)
-    for idx in np.ndindex(xs.shape):
-        e = np.zeros_like(xs)
-        e[idx] = eps
-        numeric[(...,) + idx] = (grad0(xs + e, h) - grad0(xs - e, h)) / (2 * eps)
-    np.testing.assert_allclose(hess, numeric, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(hess, _numeric_jacobian(grad0, xs, h), rtol=1e-5, atol=1e-7)
     batch = 0.5 * RNG.standard_normal((4, 5, 3))
     per_example = srctrans.vmap(srctrans.grad(rnn), in_axes=(0, None))(batch, h)
     stacked = np.stack([grad0(b, h) for b in batch])
@@ -218,11 +222,6 @@ def test_reverse_over_reverse_through_a_carried_argument(fn, x):
 
 def test_jacobians_of_a_gradient_through_a_carried_argument():
     grad0 = srctrans.grad(rnn)
-    eps = 1e-6
-    numeric = np.zeros(XS.shape + XS.shape)
-    for idx in np.ndindex(XS.shape):
-        e = np.zeros_like(XS)
-        e[idx] = eps
-        numeric[(...,) + idx] = (grad0(XS + e, H) - grad0(XS - e, H)) / (2 * eps)
+    numeric = _numeric_jacobian(grad0, XS, H)
     for jac in (srctrans.jacrev, srctrans.jacfwd):
         np.testing.assert_allclose(jac(grad0)(XS, H), numeric, rtol=1e-5, atol=1e-7)

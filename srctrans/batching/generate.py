@@ -23,11 +23,8 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
     batched arguments.
     """
     from ..ad.reverse import _LOCAL
-    from ..build import _at_line, _entry_signature, _resolver, _structured
-    from ..emit import clean_signature, with_origins
+    from ..build import _at_line, _resolver
     from ..errors import UnsupportedSyntaxError
-    from ..passes.anf import anf
-    from ..passes.desugar import desugar
     from .loop import loop_function, outputs_of
     from .vectorize import NoBatchRule, vectorize
 
@@ -43,17 +40,13 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
     name = f"{entry.emit_name}_vmap"
     unit = entry
     pf = unit.pf
-    modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
 
     why = "method='loop' was asked for"
     if options.get("reason") == "numba":
         why = "Numba could not compile the vectorized rewrite (jit with method='auto')"
     meta: dict = {}
     if method != "loop":
-        normal = anf(_structured(unit, desugar(with_origins(pf), np_name, modules)), frozenset(namespace))
-        normal = clean_signature(normal, entry.emit_name)
-        normal, _ = _entry_signature(unit, normal, static)
-        normal = _return_display(normal)
+        normal = _normal_form(unit, np_name, namespace, static)
         info = {p: Info(bool(b), r) for p, b, r in zip(params, flags, ranks)}
         callees = _Callees(by_fn or {}, np_name, namespace, options.get("axis_name"), name)
         try:
@@ -73,9 +66,7 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
             meta["vmap"] = {"method": "vectorize", "unbatched_outputs": unbatched}
             return callees.made, "vmap method: vectorized (every statement has a batching rule)", meta
     else:
-        normal = anf(_structured(unit, desugar(with_origins(pf), np_name, modules)), frozenset(namespace))
-        normal, _ = _entry_signature(unit, clean_signature(normal, entry.emit_name), static)
-        normal = _return_display(normal)
+        normal = _normal_form(unit, np_name, namespace, static)
         resolve = _resolver(unit, normal, np_name, _LOCAL)
     _refuse_collectives(normal, resolve, pf, why)
     outputs = outputs_of(normal)
@@ -86,14 +77,31 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
     return [plain], f"vmap method: a loop over the examples, because {why}", meta
 
 
+def _normal_form(unit, np_name: str, namespace, static=None) -> cst.FunctionDef:
+    """``unit``'s function as the rewrite reads it: desugared, structured, in A-normal form,
+    a returned display returned directly; with ``static``, the entry's signature too."""
+    from ..build import _entry_signature, _structured
+    from ..emit import clean_signature, with_origins
+    from ..passes.anf import anf
+    from ..passes.desugar import desugar
+
+    modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
+    normal = anf(_structured(unit, desugar(with_origins(unit.pf), np_name, modules)), frozenset(namespace))
+    normal = clean_signature(normal, unit.emit_name)
+    if static is not None:
+        normal, _ = _entry_signature(unit, normal, static)
+    return _return_display(normal)
+
+
 class _Callees:
     """The batched versions of your functions that the vectorized entry calls with batched arguments.
 
     ``per(w, x)`` called with a batched ``x`` becomes ``per_vmap_u1_b1(w, x)``: ``per``
     vectorized for those arguments (``u``nbatched or ``b``atched, and one example's rank),
-    written into the same file before the entry, once per combination. A function that
-    cannot be vectorized, returns a tuple, or calls itself with batched arguments is
-    refused (:class:`Unbatchable`); the entry then loops over the examples, as before.
+    written into the same file before the entry, once per combination; a tuple it returns
+    is unpacked by the caller. A function that writes into an array, cannot be vectorized,
+    or calls itself with batched arguments is refused (:class:`Unbatchable`); the entry
+    then loops over the examples, as before.
     """
 
     def __init__(self, by_fn: dict, np_name: str, namespace, axis_name, entry_name: str) -> None:
@@ -108,10 +116,7 @@ class _Callees:
 
     def __call__(self, fn, infos: list[Info]) -> tuple[str, Info]:
         from ..ad.reverse import _LOCAL
-        from ..build import _resolver, _structured
-        from ..emit import clean_signature, with_origins
-        from ..passes.anf import anf
-        from ..passes.desugar import desugar
+        from ..build import _resolver
         from ..rules.batching import Unbatchable
         from .vectorize import NoBatchRule, vectorize
 
@@ -124,9 +129,7 @@ class _Callees:
             raise Unbatchable(f"{label} called with batched arguments" + (" from itself" if unit is not None else ""))
         if any(i.length is not None for i in infos):
             raise Unbatchable(f"{label} called with a tuple of batched values")
-        modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
-        normal = anf(_structured(unit, desugar(with_origins(unit.pf), self.np_name, modules)), frozenset(self.namespace))
-        normal = _return_display(clean_signature(normal, unit.emit_name))
+        normal = _normal_form(unit, self.np_name, self.namespace)
         effect = _side_effect(normal)
         if effect:
             raise Unbatchable(f"{label} {effect} (called with batched arguments, it runs one example at a time)")

@@ -461,7 +461,7 @@ class _Rewrite:
         self.once = once  # names assigned by one line of the function only
         self.batched = axes.batched
         self.outputs_unbatched: set[int] = set()
-        self.returned: list[Info] = []  # the returned value's info, for a single value returned (a callee's)
+        self.returned: list[Info] = []  # what is known of each returned value (a callee's result, for its caller)
         # the new ``name = ...`` lines whose right-hand side has a rule, by id (the dicts keep them alive, so
         # that no other node takes their id); ``fusible``: elementwise, assigning a temporary (``t3``)
         self.pure: dict[int, cst.CSTNode] = {}

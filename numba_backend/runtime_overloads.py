@@ -966,6 +966,37 @@ def _ov_getitem_grad_add(out, g, index):
 
 
 @register_jitable
+def _memory_span(a):
+    """(first byte, one past the last byte) that array ``a`` reaches; (0, 0) when empty."""
+    if a.size == 0:
+        return 0, 0
+    lo = hi = a.ctypes.data
+    for k in range(a.ndim):
+        reach = (a.shape[k] - 1) * a.strides[k]
+        if reach < 0:
+            lo += reach
+        else:
+            hi += reach
+    return lo, hi + a.itemsize
+
+
+@overload(rt.refuse_view_update)
+def _ov_refuse_view_update(value, base, name, op, base_name, file, line):
+    from srctrans.errors import ViewUpdateError
+
+    if not isinstance(value, types.Array) or value.ndim == 0 or not isinstance(base, types.Array):
+        return lambda value, base, name, op, base_name, file, line: None  # a number is a new value
+
+    def impl(value, base, name, op, base_name, file, line):
+        lo, hi = _memory_span(value)
+        base_lo, base_hi = _memory_span(base)
+        if lo < base_hi and base_lo < hi:  # np.may_share_memory's test: the spans overlap
+            raise ViewUpdateError(name, op, base_name, file, line)
+
+    return impl
+
+
+@register_jitable
 def _check_unique(index):
     """Refuse an index array that repeats an entry (which write wins is not differentiable)."""
     order = np.sort(index.ravel())

@@ -155,6 +155,9 @@ class _Specialization:
 
     def explain(self, err: BaseException) -> None:
         """Add a note naming the user's line to an exception raised in the generated file."""
+        if hasattr(err, "locate"):  # raised by a check in generated code: it names the user's line
+            err.locate(self.gen.meta.get("sources", {}))
+            return
         tb = err.__traceback__
         where = None
         target = str(self.gen.path)
@@ -540,7 +543,7 @@ class Grad(Jitted):
             if t is float:
                 continue
             if t is np.ndarray:
-                if differentiated and v.dtype.kind not in "fc":
+                if differentiated and v.dtype.kind != "f":
                     return False  # the full path refuses it, naming the argument
                 continue
             if differentiated or not (t is int or t is bool):
@@ -555,8 +558,11 @@ class Grad(Jitted):
             if type(value) is float or m[0] == "attr" or m[1] not in self._wrt or value is None:
                 continue
             dtype = value.dtype if type(value) is np.ndarray else np.asarray(value).dtype
-            if dtype.kind in "fc":
+            if dtype.kind == "f":
                 continue
+            if dtype.kind == "c":
+                where = spec.leaf_path(m[1], m[2]) if m[0] == "leaf" else repr(m[1])
+                raise TypeError(f"grad of {self.__qualname__} with respect to {where}: {COMPLEX_REFUSED}")
             allow = "(pass allow_int=True to get zero gradients for integers)"
             if m[0] == "leaf":
                 raise TypeError(
@@ -958,7 +964,7 @@ def _fast_jvp(fn: Callable, primals: tuple, tangents: tuple, has_aux: bool):
                 names.append(name)
                 moving.append(t)
         elif tp is np.ndarray:
-            if type(t) is not np.ndarray or t.shape != p.shape or t.dtype != p.dtype or p.dtype.kind not in "fc":
+            if type(t) is not np.ndarray or t.shape != p.shape or t.dtype != p.dtype or p.dtype.kind != "f":
                 return None
             if t.size and (t.item(0) != 0 or t.any()):  # (the first entry decides most calls)
                 names.append(name)
@@ -975,6 +981,12 @@ def _fast_jvp(fn: Callable, primals: tuple, tangents: tuple, has_aux: bool):
     if has_aux:
         return raw[0], raw[2], raw[1]
     return raw
+
+
+COMPLEX_REFUSED = (
+    "srctrans differentiates real values only, and this one is complex; "
+    "pass its real and imaginary parts as two float arrays"
+)
 
 
 def _leaf_dtype(x: Any) -> np.dtype:
@@ -1000,7 +1012,9 @@ def _check_tangents(who: str, names: list[str], primals: tuple, tangents: tuple)
             if np.shape(pl) != np.shape(tl):
                 raise ValueError(f"{who}: the tangent of {where} has shape {np.shape(tl)}, its primal {np.shape(pl)}")
             pd, td = _leaf_dtype(pl), _leaf_dtype(tl)
-            if pd.kind in "fc":
+            if pd.kind == "c":
+                raise TypeError(f"{who}: {where}: {COMPLEX_REFUSED}")
+            if pd.kind == "f":
                 if td != pd:
                     raise TypeError(f"{who}: the tangent of {where} has dtype {td}, its primal {pd}; they must be equal")
             elif td.kind not in "biuf" or np.any(np.asarray(tl) != 0):

@@ -91,3 +91,37 @@ class NoDerivativeError(SrcTransError):
 
 class CompileError(SrcTransError):
     """The compiler (Numba) refused the generated code; located at the user's line."""
+
+
+class ViewUpdateError(SrcTransError):
+    """``row += v`` at run time on a ``row`` that shares its array with another name (``row = X[i]``).
+
+    A transformed function computes ``row = row + v``, a new array, so ``X`` would keep its
+    old value; generated code raises this instead. ``file`` is the name in the generated
+    file's origin comments; :meth:`locate` makes it the full path once the caller knows it.
+    """
+
+    def __init__(self, name: str, op: str, base: str, file: str, line: int) -> None:
+        self.names = (name, op, base)
+        super().__init__(
+            f"{name} {op} ... updates {base}'s array in place ({name} is a view of {base}), "
+            f"which this transformation cannot follow",
+            filename=file,
+            line=line,
+            hint=f"make a new value ({name} = {name} {op[:-1]} ...), or copy first ({name} = np.copy({base}[...]))",
+        )
+        self._indent()
+
+    def _indent(self) -> None:
+        if self.source_line is not None:
+            self.col = len(self.source_line) - len(self.source_line.lstrip())
+            self.end_col = len(self.source_line.rstrip())
+        self.args = (self._render(),)
+
+    def locate(self, sources: dict[str, str]) -> None:
+        """Name the user's file by its full path (``sources``: the generated file's meta)."""
+        full = sources.get(self.filename)
+        if full is not None and full != self.filename:
+            self.filename = full
+            self.source_line = linecache.getline(full, self.line).rstrip("\n") or None
+            self._indent()

@@ -196,6 +196,16 @@ def getitem_grad_add(out, g, index):
     np.add.at(_indexable(out), index, g)
 
 
+def refuse_view_update(value, base, name: str, op: str, base_name: str, file: str, line: int) -> None:
+    """Before ``name op= ...`` in generated code, where ``name = base[i]`` may be a view: raise
+    :class:`~srctrans.errors.ViewUpdateError` when ``value`` shares memory with ``base``. The
+    transformed line makes a new array (``name = name + ...``), so ``base`` would not change."""
+    if isinstance(value, np.ndarray) and value.ndim > 0 and np.may_share_memory(value, base):
+        from .errors import ViewUpdateError
+
+        raise ViewUpdateError(name, op, base_name, file, line)
+
+
 def _unique_rows(index, what: str) -> None:
     """Refuse an index array that repeats an entry (which write wins is not differentiable)."""
     if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and np.unique(index).size != index.size:

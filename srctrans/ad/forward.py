@@ -45,11 +45,14 @@ from .reverse import (
     _times,
     check_vmapped_call,
     code,
+    complex_names,
     is_vmapped,
+    refuse_complex,
     refuse_view_update,
     shape_kind,
     slice_views,
     transformation_refusal,
+    view_update_check,
     vmap_made_here,
     vmapped_params,
 )
@@ -94,6 +97,7 @@ class Forward:
         self.gen = NameGen(scan(node).all | {"np", "rt", "math", np_name})
         self.body = list(node.body.body)
         self.lists = _empty_lists(self.body)
+        self.file: str | None = None  # the user's line being transformed (origin comments)
         self.line: int | None = None
         self.analyzing = True
         self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff, self._shape_only)
@@ -104,6 +108,7 @@ class Forward:
             self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff, self._shape_only)
         self.analyzing = False
         self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
+        self.complex_names = complex_names(self.body)
         self.slice_views = slice_views(self.body)
         self.dot_names: dict[str, str] = {}
         self.lines: list[str] = []
@@ -320,7 +325,7 @@ class Forward:
             if line.comment is not None:
                 m = ORIGIN_RE.match(line.comment.value)
                 if m:
-                    self.line = int(m["line"])
+                    self.file, self.line = m["file"], int(m["line"])
 
     def block(self, stmts: list, depth: int) -> None:
         for stmt in stmts:
@@ -376,6 +381,9 @@ class Forward:
         if isinstance(small, cst.AugAssign):
             if isinstance(small.target, cst.Name):  # a new value, never an update in place
                 refuse_view_update(small, self.slice_views, self.aliased, self.line)
+                check = view_update_check(small, self.views, self.slice_views, self.file, self.line)
+                if check is not None:
+                    self.emit(check, depth)
                 small = cst.Assign(
                     [cst.AssignTarget(small.target)],
                     cst.BinaryOperation(small.target, getattr(cst, type(small.operator).__name__.replace("Assign", ""))(), small.value),
@@ -405,6 +413,7 @@ class Forward:
                 )
             if base is not None and self.needed(base):
                 value = small.value
+                refuse_complex(value, self.line, self.complex_names)
                 tangent = self.tangent_of(value) or "0.0"
                 self.emit(code(target.with_changes(value=cst.Name(self.dot(base)))) + f" = {tangent}", depth)
             return
@@ -415,6 +424,7 @@ class Forward:
             if stack is not None and self.needed(stack):
                 self.emit(f"{self.dot(stack)}.pop()", depth)  # the stacks stay in step
             return
+        refuse_complex(small.value, self.line, self.complex_names)
         if not isinstance(target, cst.Name):
             self.emit(primal, depth)
             self._unpack(small, target, depth)

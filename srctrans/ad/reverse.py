@@ -31,6 +31,7 @@ import libcst as cst
 from ..analysis.activity import Activity, Block, analyze, common_block, names_in, targets_of
 from ..analysis.names import NameGen, scan
 from ..analysis.shapes import operation_kind, same_shapes
+from ..analysis.views import view_base as _view_base
 from ..cache import ORIGIN_RE
 from ..rules import object_named
 from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Param, Rule
@@ -150,7 +151,7 @@ class Reverse:
         self.body = list(node.body.body)
         self.lists = _empty_lists(self.body)  # lists grown with append and shrunk with pop (tapes)
         self.ops: dict[int, Op] = {}
-        self.line = None
+        self.file = self.line = None  # the user's line being transformed (origin comments)
         self.analyzing = True  # while analyzing, looking at a callee must not ask for its adjoint
         self.act: Activity = analyze(self.body, self.params, set(wrt), self._is_nondiff)
         # ``y[i] += v`` into a differentiated array: ``t = y[i]``, ``t1 = t + v``, ``y[i] = t1``
@@ -177,6 +178,7 @@ class Reverse:
         self.plan_preceding: list = []
         self.plan_stack: list[list] = []  # statements before the compound statement being planned, per level
         self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
+        self.complex_names = complex_names(self.body)
         self.slice_views = slice_views(self.body)
         self.mutated |= self._passed_to_writers()
         self.written_params = [p for p in self.params if p in self.mutated and p in self.act.active]
@@ -603,6 +605,8 @@ class Reverse:
         target = small.targets[0].target
         if isinstance(target, cst.Subscript):
             base = target.value.value if isinstance(target.value, cst.Name) else None
+            if base in self.useful:
+                refuse_complex(small.value, self.line, self.complex_names)
             if base in self.act.active and (base in self.aliased or base in self.views):
                 raise NotDifferentiable(  # the write would change another name's value unseen
                     f"writing into {base}, which another name also refers to",
@@ -630,6 +634,7 @@ class Reverse:
             for n in names:
                 self.assigned(n, block)
             return  # its value never reaches the output
+        refuse_complex(small.value, self.line, self.complex_names)
         if not isinstance(target, cst.Name):
             self._plan_unpack(small, target, block, sid)
             return
@@ -755,7 +760,7 @@ class Reverse:
             if line.comment is not None:
                 m = ORIGIN_RE.match(line.comment.value)
                 if m:
-                    self.line = int(m["line"])
+                    self.file, self.line = m["file"], int(m["line"])
 
     def comments(self, stmt, depth: int) -> None:
         for line in getattr(stmt, "leading_lines", ()):
@@ -765,6 +770,7 @@ class Reverse:
     def forward(self, stmts: list, depth: int) -> None:
         for stmt in stmts:
             self.comments(stmt, depth)
+            self._set_line(stmt)
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
                     if isinstance(small, cst.Return):
@@ -772,6 +778,9 @@ class Reverse:
                     sid = id(small)
                     self._saves(sid, depth, after=False)
                     if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
+                        check = view_update_check(small, self.views, self.slice_views, self.file, self.line)
+                        if check is not None:
+                            self.emit(check, depth)
                         small = _aug_to_assign(small)  # a new value, never an update in place
                     op = self.ops.get(sid)
                     if op is not None and op.rule is not None and op.rule.kind == "custom":
@@ -1621,15 +1630,24 @@ def _reads_in(stmt) -> set[str]:
         found: set[str] = set()
         for small in stmt.body:
             if isinstance(small, cst.Assign):
-                found |= names_in(small.value)
-                if not isinstance(small.targets[0].target, cst.Name):
-                    found |= names_in(small.targets[0].target)
+                found |= names_in(small.value) | _target_reads(small.targets[0].target)
             elif isinstance(small, cst.AugAssign):
                 found |= names_in(small.value) | names_in(small.target)
             else:
                 found |= names_in(small)
         return found
     return names_in(stmt)
+
+
+def _target_reads(target: cst.BaseExpression) -> set[str]:
+    """Names an assignment target reads: ``y`` and ``i`` of ``y[i] = v``; none of ``p, q = v``."""
+    if isinstance(target, cst.Name):
+        return set()
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_target_reads(el.value) for el in target.elements))
+    if isinstance(target, cst.StarredElement):
+        return _target_reads(target.value)
+    return names_in(target)
 
 
 def _lower_updates(body: list, active: set[str], gen: NameGen) -> list:
@@ -1675,27 +1693,6 @@ def _lower_updates(body: list, active: set[str], gen: NameGen) -> list:
     return lowered if changed else body
 
 
-_VIEW_CALLS = frozenset(
-    {"reshape", "ravel", "transpose", "squeeze", "expand_dims", "swapaxes", "diagonal", "atleast_1d", "atleast_2d",
-     "broadcast_to"}
-)
-
-
-def _view_base(value: cst.BaseExpression) -> str | None:
-    """The array ``value`` may be a view of (``y[1:3]``, ``y.T``, ``np.reshape(y, s)``), if any."""
-    if isinstance(value, (cst.Subscript, cst.Attribute)) and isinstance(value.value, cst.Name):
-        if isinstance(value, cst.Attribute) and value.attr.value != "T":
-            return None
-        return value.value.value
-    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _VIEW_CALLS:
-        receiver = value.func.value
-        if isinstance(receiver, cst.Name) and receiver.value not in ("np", "numpy"):
-            return receiver.value  # y.reshape(...)
-        if value.args and isinstance(value.args[0].value, cst.Name):
-            return value.args[0].value.value  # np.reshape(y, ...)
-    return None
-
-
 def slice_views(body: list) -> set[str]:
     """Names assigned a view of another array for certain (``a = y[1:]``, ``y.T``, ``y.reshape(s)``):
     ``a += v`` writes into that array, which a transformation's ``a = a + v`` would not."""
@@ -1718,6 +1715,78 @@ def slice_views(body: list) -> set[str]:
     for stmt in body:
         stmt.visit(V())
     return found
+
+
+_COMPLEX_NAMES = frozenset({"complex", "complex64", "complex128", "complex256", "complex_", "csingle", "cdouble", "clongdouble"})
+
+
+def _mentions_complex(value: cst.CSTNode, names: frozenset = frozenset()) -> bool:
+    """Whether ``value`` writes a complex number or dtype (``1j``, ``np.complex128``, ``"complex"``)
+    or reads one of ``names`` (names assigned one, as ``t1 = np.complex128`` in A-normal form)."""
+
+    class V(cst.CSTVisitor):
+        found = False
+
+        def visit_Imaginary(self, n: cst.Imaginary) -> None:
+            V.found = True
+
+        def visit_Name(self, n: cst.Name) -> None:
+            V.found |= n.value in _COMPLEX_NAMES or n.value in names
+
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            V.found |= n.attr.value in _COMPLEX_NAMES
+
+        def visit_SimpleString(self, n: cst.SimpleString) -> None:
+            V.found |= n.evaluated_value.startswith("complex")
+
+    value.visit(V())
+    return V.found
+
+
+def _real_part(value: cst.BaseExpression) -> bool:
+    """``np.abs(z)``, ``np.real(z)``, ``z.imag`` ...: a real value, even of a complex one."""
+    if isinstance(value, cst.Attribute):
+        return value.attr.value in ("real", "imag")
+    if isinstance(value, cst.Call):
+        func = value.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        return name in ("abs", "absolute", "real", "imag", "angle")
+    return False
+
+
+def complex_names(body: list) -> frozenset:
+    """Names some statement assigns a complex number or dtype (see :func:`refuse_complex`)."""
+    found: set[str] = set()
+    for stmt in _simple_statements(body):
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and isinstance(small.targets[0].target, cst.Name):
+                if not _real_part(small.value) and _mentions_complex(small.value, frozenset(found)):
+                    found.add(small.targets[0].target.value)
+    return frozenset(found)
+
+
+def refuse_complex(value: cst.BaseExpression, line, names: frozenset = frozenset()) -> None:
+    """Refuse a differentiated value made with a complex number or dtype (``1j``, ``np.complex128``,
+    ``dtype="complex"``): the rules hold for real values; a complex one would give wrong derivatives."""
+    if _mentions_complex(value, names):
+        raise NotDifferentiable(
+            "a complex value where derivatives flow: srctrans differentiates real values only",
+            line,
+            "write the real and imaginary parts as two real arrays, or compute this outside the differentiated function",
+        )
+
+
+def view_update_check(small: cst.AugAssign, views: dict[str, str], certain: set[str], file: str | None, line) -> str | None:
+    """The run-time check to emit before ``name op= ...`` (which a transformation computes as a
+    new value) when ``name`` may be a view of another array (``row = X[i]``: a view when ``X``
+    has two axes, a number when it has one); None when no check is needed. Certain views were
+    refused by :func:`refuse_view_update` already."""
+    name = small.target.value
+    base = views.get(name)
+    if base is None or name in certain or file is None or line is None:
+        return None
+    op = code(small.operator).strip()
+    return f'rt.refuse_view_update({name}, {base}, "{name}", "{op}", "{base}", "{file}", {line})'
 
 
 def refuse_view_update(small: cst.AugAssign, views: set[str], aliased: set[str], line) -> None:

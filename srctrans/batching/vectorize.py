@@ -29,6 +29,7 @@ import libcst as cst
 
 from ..analysis.axes import Axes, analyze
 from ..analysis.names import NameGen, scan
+from ..analysis.views import view_base, written_in_place
 from ..cache import ORIGIN_RE
 from ..passes.fuse import assigned_once as _assigned_once
 from ..passes.fuse import children as _children
@@ -455,10 +456,11 @@ class _Selects:
 
 
 class _Rewrite:
-    def __init__(self, ops: _Ops, axes: Axes, once: frozenset = frozenset()) -> None:
+    def __init__(self, ops: _Ops, axes: Axes, once: frozenset = frozenset(), written: frozenset = frozenset()) -> None:
         self.ops = ops
         self.axes = axes
         self.once = once  # names assigned by one line of the function only
+        self.written = written  # names whose array a statement changes in place
         self.batched = axes.batched
         self.outputs_unbatched: set[int] = set()
         self.returned: list[Info] = []  # what is known of each returned value (a callee's result, for its caller)
@@ -540,6 +542,14 @@ class _Rewrite:
             return False
         return rule is not None and rule.kind == "elementwise"
 
+    def _refuse_copied_view(self, name: str, value: cst.BaseExpression, info: Info) -> None:
+        """``row = X[i]`` (or ``Y = X``) with ``X`` unbatched and ``row`` batched: ``row`` becomes a
+        copy, so a write into either would no longer reach the other, as it does per example."""
+        base = value.value if isinstance(value, cst.Name) else view_base(value)
+        if base is None or info.rank == 0 or not ({name, base} & self.written):
+            return
+        raise Unbatchable(f"writing into {name}, which shares its array with {base} (batching makes {name} a copy)")
+
     def _broadcast(self, text: str) -> str:
         self.ops.uses_n = True
         return f"rt.batch_of({text}, {self.ops.n})"
@@ -554,6 +564,7 @@ class _Rewrite:
             if isinstance(target, cst.Name):
                 text, info = self.ops.emit(small.value, env, b)
                 if target.value in b and not info.batched:
+                    self._refuse_copied_view(target.value, small.value, info)
                     text = self._broadcast(text)
                 return f"{target.value} = {text}"
             if isinstance(target, (cst.Tuple, cst.List)):
@@ -701,7 +712,7 @@ def vectorize(
             break
         body = _Selects(axes, gen, np_name, body).block(body)
         axes = analyse(body)
-    rewrite = _Rewrite(ops, axes, _assigned_once(body))
+    rewrite = _Rewrite(ops, axes, _assigned_once(body), frozenset(written_in_place(body)))
     new_body = _without_dead(rewrite.block(body), rewrite.pure, rewrite.fusible)
     new_body = _inline_temporaries(new_body, rewrite.fusible)
     prologue = []

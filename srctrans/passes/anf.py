@@ -13,7 +13,8 @@ After this pass every statement in the body is one of:
   An *index* or call argument is an atom, a slice of atoms, or a tuple of those.
   List comprehensions are kept whole (their own scope is not flattened).
 - ``name[index] = atom`` and ``name[index] op= atom``; ``name op= atom``
-- ``a, b = name`` (tuple unpacking of a name)
+- ``a, b = name`` (tuple unpacking of a name); ``a, b = e1, e2`` into plain names
+  becomes ``a = atom1`` then ``b = atom2``, every right-hand side computed first
 - ``f(atoms)`` as an expression statement (``print(t1)``)
 - ``return atom`` or ``return a, b`` (a tuple of atoms), ``return``
 - ``if name:`` with an ``else:`` block or none; ``elif`` becomes a nested ``if``
@@ -255,6 +256,18 @@ class ANF:
             elif isinstance(target, cst.Subscript):
                 value = self.atom(small.value, out)
                 out.append(_line(small.with_changes(targets=[cst.AssignTarget(self._store_target(target, out))], value=value)))
+            elif _parallel_assignment(target, small.value):  # p, q = q * 0.5, np.sin(p)
+                names = [el.value.value for el in target.elements]
+                values = []
+                for el in small.value.elements:  # every right-hand side first, as Python does
+                    value = self.atom(el.value, out)
+                    if isinstance(value, cst.Name) and value.value in names:  # p, q = q, p
+                        held = self.fresh(value.value)
+                        out.append(_assign(held, value))
+                        value = cst.Name(held)
+                    values.append(value)
+                for name, value in zip(names, values):
+                    out.append(_assign(name, value))
             else:  # tuple unpacking: a, b = name
                 value = self.atom(small.value, out)
                 out.append(_line(small.with_changes(value=value)))
@@ -356,3 +369,15 @@ def anf(node: cst.FunctionDef, taken: frozenset[str] = frozenset()) -> cst.Funct
     names = NameGen(scan(node).all | taken)
     body = ANF(names).block(node.body.body)
     return node.with_changes(body=node.body.with_changes(body=body))
+
+
+def _parallel_assignment(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """``a, b = e1, e2``: distinct plain names, as many as the values, none starred."""
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))):
+        return False
+    names = [el.value.value for el in target.elements if isinstance(el.value, cst.Name) and isinstance(el, cst.Element)]
+    return (
+        len(names) == len(target.elements) == len(value.elements)
+        and len(set(names)) == len(names)
+        and all(isinstance(el, cst.Element) for el in value.elements)
+    )

@@ -1,0 +1,149 @@
+"""``row = X[i]; row += v`` updates ``X`` in NumPy: transformations follow it or refuse it.
+
+Reverse and forward mode compute ``row += v`` as a new value (``row = row + v``). When
+``row`` may be a view (``X[i]`` is a row of a matrix, a number of a vector: the source alone
+cannot tell), the generated file checks at run time and raises a located
+:class:`~srctrans.errors.ViewUpdateError` when the arrays really share memory; a number or a
+copy (``X[idx]`` with an index array) goes on as before. vmap copies an unbatched value to
+batch it, which would cut the view from its array: such a function runs one example at a
+time. Every case was a silently wrong value before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srctrans
+from srctrans.errors import ViewUpdateError
+
+from .conftest import module_from_text
+
+MODEL = '''
+import numpy as np
+
+
+def row_update(X, v):
+    row = X[0]
+    row += v
+    return np.sum(X * X)
+
+
+def local_row_update(X, v):
+    Z = X * 1.0
+    row = Z[1]
+    row *= v
+    return np.sum(Z * X)
+
+
+def number_update(x, v):
+    s = x[0]
+    s += v
+    return s * x[1]
+
+
+def copied_rows_update(X, v):
+    rows = X[np.array([1, 0])]
+    rows += v
+    return np.sum(rows * rows) + np.sum(X)
+
+
+def alias_write(X, v):
+    Y = X
+    Y[0] = v
+    return np.sum(X * X)
+
+
+def transposed_write(X, v):
+    Y = X.T
+    Y[0] = v[:2]
+    return np.sum(X * np.sin(X))
+'''
+
+
+@pytest.fixture(scope="module")
+def m(tmp_path_factory):
+    with module_from_text(tmp_path_factory.mktemp("views"), "viewmodel", MODEL) as module:
+        yield module
+
+
+X = np.arange(6.0).reshape(2, 3) / 7 + 0.3
+V = np.array([0.3, 0.7, -0.2])
+
+
+def _central(f, args, i, eps=1e-6):
+    base = [np.array(a, dtype=float) for a in args]
+    out = np.zeros_like(base[i])
+    for k in np.ndindex(out.shape):
+        plus = [b.copy() for b in base]
+        minus = [b.copy() for b in base]
+        plus[i][k] += eps
+        minus[i][k] -= eps
+        out[k] = (f(*plus) - f(*minus)) / (2 * eps)
+    return out
+
+
+def _transforms():
+    return {
+        "grad": lambda f: srctrans.grad(f, argnums=(0, 1)),
+        "jvp": lambda f: (lambda X, v: srctrans.jvp(f, (X, v), (np.ones_like(X), np.ones_like(v)))),
+        "hessian": lambda f: srctrans.hessian(f, argnums=1),
+    }
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("transform", sorted(_transforms()))
+@pytest.mark.parametrize("name", ["row_update", "local_row_update"])
+def test_an_update_through_a_view_is_refused_at_the_users_line(m, name, transform, compiled):
+    fn = _transforms()[transform](getattr(m, name))
+    if compiled:
+        fn = srctrans.jit(fn)
+    with pytest.raises(ViewUpdateError) as info:
+        fn(X.copy(), V)
+    err = info.value
+    assert err.filename.endswith("viewmodel.py")
+    line = {"row_update": 7, "local_row_update": 14}[name]
+    assert (err.line, err.source_line.strip()) == (line, "row += v" if name == "row_update" else "row *= v")
+    assert err.col == 4
+    assert "is a view of" in str(err) and "^^^^" in str(err)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("name, args", [("number_update", (V, 0.4)), ("copied_rows_update", (X, V))])
+def test_a_number_or_a_copy_is_updated_as_a_new_value(m, name, args, compiled):
+    f = getattr(m, name)
+    g = srctrans.value_and_grad(f, argnums=(0, 1))
+    if compiled:
+        g = srctrans.jit(g)
+    value, (g0, g1) = g(*[np.copy(a) for a in args])
+    np.testing.assert_allclose(value, f(*[np.copy(a) for a in args]), rtol=1e-12)
+    np.testing.assert_allclose(g0, _central(f, args, 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(g1, _central(f, args, 1), rtol=1e-6, atol=1e-8)
+    tangent = srctrans.jvp(f, tuple(np.copy(a) for a in args), (np.zeros_like(args[0]), np.ones_like(args[1])))[1]
+    np.testing.assert_allclose(tangent, np.sum(_central(f, args, 1)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("name", ["row_update", "local_row_update", "alias_write", "transposed_write"])
+def test_vmap_runs_one_example_at_a_time_when_a_copy_would_cut_a_view(m, name, compiled):
+    f = getattr(m, name)
+    vs = np.stack([V, 2 * V, -V])
+    ours = X.copy()
+    batched = srctrans.vmap(f, in_axes=(None, 0))
+    got = (srctrans.jit(batched) if compiled else batched)(ours, vs)
+    theirs = X.copy()  # per example, in order, each seeing the writes of the ones before
+    want = np.stack([f(theirs, v) for v in vs])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    if not compiled:
+        header = next(line for line in batched._last()[0].gen.path.read_text().splitlines() if line.startswith("# vmap method"))
+        assert "shares its array with" in header
+
+
+def test_a_batched_matrix_keeps_its_views(m):
+    """With ``X`` batched, ``row`` is a view of the batched array: vectorized, and equal per example."""
+    Xs = np.stack([X, X + 1.0, X * 2.0])
+    batched = srctrans.vmap(m.row_update, in_axes=(0, None))
+    got = batched(Xs.copy(), V)
+    want = np.stack([m.row_update(x.copy(), V) for x in Xs])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert batched._last()[0].gen.meta["vmap"]["method"] == "vectorize"

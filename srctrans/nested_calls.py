@@ -192,6 +192,12 @@ class _Rewriter(cst.CSTTransformer):
         known, obj = self.value(call.func)
         if not known or not _is_vmapped(obj):
             return
+        if obj._inner is not None and not any(a.keyword is not None or a.star for a in call.args):
+            loop = differentiable_loop(name, obj)  # a nest: loops of loops, written as a callee
+            if loop is not None:
+                self.introduced[name] = loop
+                self.changed = True
+                return
         self._loop(name, obj, call, original, name)
 
     def _vmapped_derivative(self, call: cst.Call) -> None:
@@ -243,7 +249,13 @@ class _Rewriter(cst.CSTTransformer):
         if found is None:
             return updated
         name, made, label = found
-        if self.nested.transform_name == "jit":
+        if self.nested.transform_name == "jit" and made._inner is not None:  # a nest: loops of loops
+            loop = differentiable_loop(name, made)
+            if loop is None or any(a.keyword is not None or a.star for a in updated.args):
+                self._loop(name, made, updated, original, label)  # refused there, saying why
+            self.introduced[name] = loop
+            self.changed = True
+        elif self.nested.transform_name == "jit":
             self._loop(name, made, updated, original, label)
         else:
             loop = differentiable_loop(name, made)
@@ -259,9 +271,13 @@ class _Rewriter(cst.CSTTransformer):
     def _made_vmap(self, original: cst.Call, updated: cst.Call) -> tuple[str, Any, str] | None:
         """The name, vmapped function and label of ``srctrans.vmap(f, ...)`` written in a call;
         what cannot be known before the function runs is refused under jit, left under grad."""
+        return self._vmap_of(original, updated.func)
+
+    def _vmap_of(self, original: cst.CSTNode, inner: cst.Call) -> tuple[str, Any, str] | None:
+        """:meth:`_made_vmap` of the call ``srctrans.vmap(f, ...)`` itself; ``f`` may be such a
+        call too (a nest, ``srctrans.vmap(srctrans.vmap(f, (0, None)), (None, 0))``)."""
         from .batching.api import vmap
 
-        inner = updated.func
         what = "srctrans.vmap(...)(...) inside a compiled function"
         strict = self.nested.transform_name == "jit"
 
@@ -271,7 +287,12 @@ class _Rewriter(cst.CSTTransformer):
 
         if not inner.args or inner.args[0].keyword is not None or any(a.star for a in inner.args):
             return refuse(original, "it takes the function first", "write srctrans.vmap(f, in_axes=...)(x)")
-        known, fn = self.value(inner.args[0].value)
+        given = inner.args[0].value
+        if isinstance(given, cst.Call) and self._is_vmap(given.func):  # a nest: the inner vmap first
+            found = self._vmap_of(given, given)
+            known, fn = (False, None) if found is None else (True, found[1])
+        else:
+            known, fn = self.value(given)
         if not known or not callable(fn):
             return refuse(original, "the function it is given must be known before the function runs",
                           "give it a function defined outside (a global or closure value)")
@@ -300,10 +321,14 @@ class _Rewriter(cst.CSTTransformer):
         """``updated`` says what is called (its arguments rewritten already); ``original``, where."""
         if self.nested.transform_name == "jit" and isinstance(updated.func, cst.Name):
             self._vmapped(updated, original)
-        looped = self.nested.transform_name == "jit" or (self.nested.transform_name in ("grad", "vjp") and self.nested.compiled)
-        if looped and self.nested.transform_name != "jit" and isinstance(updated.func, cst.Name):
+        derivative = self.nested.transform_name in ("grad", "vjp")
+        looped = self.nested.transform_name == "jit" or (derivative and self.nested.compiled)
+        # uncompiled, reverse mode calls a vmapped function's vjp, which a nest of vmaps lacks: a loop
+        if derivative and isinstance(updated.func, cst.Name) and (looped or self._nest(updated.func)):
             self._vmapped_derivative(updated)
-        if looped and isinstance(updated.func, cst.Call) and self._is_vmap(updated.func.func):
+        if isinstance(updated.func, cst.Call) and self._is_vmap(updated.func.func) and (
+            looped or (derivative and self._nest(updated.func))
+        ):
             return self._inline_vmap(original, updated)
         name = self.api_function(updated.func)
         if name == "jvp":
@@ -320,6 +345,14 @@ class _Rewriter(cst.CSTTransformer):
                     "srctrans.jvp(f, (x,), (v,)) are differentiated",
                 ) or updated
         return updated
+
+    def _nest(self, expr: cst.BaseExpression) -> bool:
+        """Whether ``expr`` is a vmap of a vmapped function: a known one, or written as
+        ``srctrans.vmap(srctrans.vmap(f, ...), ...)``."""
+        if isinstance(expr, cst.Call):
+            return bool(expr.args) and isinstance(expr.args[0].value, cst.Call) and self._is_vmap(expr.args[0].value.func)
+        known, value = self.value(expr)
+        return known and _is_vmapped(value) and value._inner is not None
 
     def _is_vmap(self, expr: cst.BaseExpression) -> bool:
         from .batching.api import vmap
@@ -504,11 +537,11 @@ def _is_vmapped(obj: Any) -> bool:
     return isinstance(obj, VMapped)
 
 
-def loop_axes(obj: Any) -> tuple[tuple, tuple] | None:
+def loop_axes(obj: Any, nest: bool = False) -> tuple[tuple, tuple] | None:
     """``(in_axes, out_axes)``, one int or None per parameter and one int per output (or one int
     for every output), of a vmapped function a compiled loop can call; None for what it cannot
-    (:func:`loop_refusal` says why)."""
-    if not _is_vmapped(obj) or loop_refusal(obj) is not None:
+    (:func:`loop_refusal` says why; ``nest``: a vmap of a vmapped function is looped too)."""
+    if not _is_vmapped(obj) or loop_refusal(obj, nest) is not None:
         return None
     spec = obj.in_axes if isinstance(obj.in_axes, tuple) else (obj.in_axes,) * len(obj._params)
     out = obj.out_axes if isinstance(obj.out_axes, tuple) else (obj.out_axes,)
@@ -519,12 +552,12 @@ def _is_int(a: Any) -> bool:
     return isinstance(a, int) and not isinstance(a, bool)
 
 
-def loop_refusal(obj: Any) -> tuple[str, str] | None:
+def loop_refusal(obj: Any, nest: bool = False) -> tuple[str, str] | None:
     """Why a compiled loop over the examples cannot call the vmapped ``obj``: ``(the option, what
     to write instead)``; None when it can. Loops take one int or None per parameter, one int per
     output: nested vmaps, pytrees of axes, ``out_axes=None`` and named axes are not looped."""
     outside = "or call it outside the compiled function"
-    if obj._inner is not None:
+    if obj._inner is not None and (not nest or loop_refusal(obj._inner, nest) is not None):
         return ("a nested vmap (vmap of a vmapped function)",
                 f"compile the whole nest instead: srctrans.jit(srctrans.vmap(srctrans.vmap(f, ...), ...)), {outside}")
     if obj.axis_name is not None:
@@ -617,9 +650,11 @@ def differentiable_loop(name: str, obj: Any) -> Callable | None:
     key = (id(obj), name)
     if key in _DIFFERENTIABLE_LOOPS and _DIFFERENTIABLE_LOOPS[key][0] is obj:
         return _DIFFERENTIABLE_LOOPS[key][1]
-    axes = loop_axes(obj)
+    axes = loop_axes(obj, nest=True)
     base = getattr(obj._base, "__srctrans_function__", obj._base)
-    if axes is None or not is_user_function(base):
+    if obj._inner is not None:  # a nest: this loop calls the inner vmap's loop
+        base = differentiable_loop(f"{name}_inner", obj._inner)
+    if axes is None or base is None or not is_user_function(base):
         return None
     in_axes, out_axes = axes
     outputs = outputs_of(parse_function(capture(base)).node)

@@ -427,9 +427,7 @@ def g_inline(w, xs):
 """
 
 
-@pytest.mark.parametrize("name, option", [
-    ("g_nest", "a nested vmap"), ("g_dict", "in_axes=({'w': None}, 0)"), ("g_named", "axis_name='i'"),
-])
+@pytest.mark.parametrize("name, option", [("g_dict", "in_axes=({'w': None}, 0)"), ("g_named", "axis_name='i'")])
 def test_what_a_compiled_loop_cannot_do_is_refused_naming_the_option(make_module, name, option):
     mod = make_module(NOT_LOOPED)
     w, xs, _ = _vdata()
@@ -438,6 +436,32 @@ def test_what_a_compiled_loop_cannot_do_is_refused_naming_the_option(make_module
     with pytest.raises(UnsupportedSyntaxError, match=re.escape(option)) as err:
         srctrans.jit(getattr(mod, name))(*args)
     assert err.value.line == next(i for i, t in enumerate(NOT_LOOPED.splitlines(), 1) if f"def {name}(" in t) + 1
+
+
+def test_a_nest_of_vmaps_compiles_as_loops_of_loops(make_module):
+    mod = make_module(NOT_LOOPED)
+    w, xs, _ = _vdata()
+    xss = np.stack([xs, 2.0 * xs])
+    want = sum(np.sum(mod.h(w, x)) for x in xss.reshape(-1, xs.shape[-1]))
+    assert np.isclose(srctrans.jit(mod.g_nest)(w, xss), want, rtol=1e-13)
+    assert np.isclose(mod.g_nest(w, xss), want, rtol=1e-13)
+
+
+def test_the_seeds_pairwise_distances_inside_a_compiled_function(make_module):
+    mod = make_module("""
+import numpy as np
+import srctrans
+
+def l1_distance(x, y):
+    return np.sum(np.abs(x - y))
+
+def pairwise(xs):
+    return srctrans.vmap(srctrans.vmap(l1_distance, (0, None)), (None, 0))(xs, xs)
+""")
+    xs = np.random.default_rng(3).standard_normal((100, 3))
+    want = np.sum(np.abs(xs[None, :, :] - xs[:, None, :]), axis=-1)
+    np.testing.assert_allclose(srctrans.jit(mod.pairwise)(xs), want, rtol=1e-13)
+    np.testing.assert_allclose(mod.pairwise(xs), want, rtol=1e-13)
 
 
 def test_jit_of_a_vmap_made_in_the_call(make_module):

@@ -175,9 +175,14 @@ def test_jit_of_grad_through_vmap_compiles(model):
         np.testing.assert_allclose(srctrans.jit(srctrans.grad(fn))(w, X, y), np.mean(per_example, axis=0), rtol=1e-12)
 
 
-def test_grad_through_a_nested_vmap_is_refused(model):
-    with pytest.raises(UnsupportedSyntaxError, match="nested vmap"):
-        srctrans.grad(model.loss_nested)(*_data())
+@pytest.mark.parametrize("compiled", [False, True])
+def test_grad_through_a_nested_vmap_is_a_loop_of_loops(model, compiled):
+    w, X, y = _data(n=6)
+    X2, y2 = X.reshape((2, 3) + X.shape[1:]), y.reshape((2, 3) + y.shape[1:])
+    g = srctrans.grad(model.loss_nested)
+    got = (srctrans.jit(g) if compiled else g)(w, X2, y2)
+    expected = _differences(model.loss_nested, (w, X2, y2), 0)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
 
 
 def test_grad_through_a_keyword_call_of_a_vmapped_function_is_refused(model):

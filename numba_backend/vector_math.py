@@ -107,12 +107,12 @@ def rewrite(ir: str, renames: dict[str, str]) -> str:
     """
     for intrinsic, name in renames.items():
         quoted = re.escape(intrinsic)
-        ir = re.sub(
-            rf"^declare (.*?)@{quoted}\((.*?)\)[^\n]*$",
-            lambda m, name=name: f"declare {m.group(1)}@{name}({m.group(2)})",
-            ir,
-            flags=re.M,
-        )
+        linked = re.search(rf"^declare [^\n]*@{re.escape(name)}\(", ir, flags=re.M)  # a callee calls it already
+
+        def declare(m, name=name, linked=linked):
+            return "" if linked else f"declare {m.group(1)}@{name}({m.group(2)})"
+
+        ir = re.sub(rf"^declare (.*?)@{quoted}\((.*?)\)[^\n]*$", declare, ir, flags=re.M)
         ir = re.sub(rf"@{quoted}\(", f"@{name}(", ir)
     return ir
 

@@ -270,6 +270,23 @@ def test_rewrite_renames_calls_and_drops_intrinsic_attributes():
     assert "declare <8 x double> @llvm.tanh.v8f64.other(<8 x double>) #0" in out  # another name, untouched
 
 
+def test_rewrite_keeps_one_declaration_when_a_linked_callee_declares_the_vector_function():
+    """A callee's library, rewritten already, declares ``_ZGVeN8v_cos``; the caller's intrinsic
+    must not declare it again (LLVM refused the module: "invalid redefinition")."""
+    ir = textwrap.dedent("""\
+        define <8 x double> @f(<8 x double> %x) {
+          %y = call <8 x double> @llvm.cos.v8f64(<8 x double> %x)
+          %z = call <8 x double> @_ZGVeN8v_cos(<8 x double> %y)
+          ret <8 x double> %z
+        }
+        declare <8 x double> @llvm.cos.v8f64(<8 x double>) #0
+        declare <8 x double> @_ZGVeN8v_cos(<8 x double>)
+        """)
+    out = vector_math.rewrite(ir, {"llvm.cos.v8f64": "_ZGVeN8v_cos"})
+    assert out.count("declare <8 x double> @_ZGVeN8v_cos(") == 1
+    assert "llvm.cos" not in out and out.count("call <8 x double> @_ZGVeN8v_cos(") == 2
+
+
 def run_python(code: str, env: dict[str, str]) -> str:
     result = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],

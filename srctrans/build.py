@@ -103,7 +103,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
         node = desugar(node, np_name, modules)
         if unit is entry and transform.name in ("grad", "vjp", "jvp"):
-            node = anf(_structured(unit, node), frozenset(namespace))
+            node = _normal(unit, node, namespace)
         elif transform.name == "anf":
             node = anf(node, frozenset(namespace))
         node = clean_signature(node, unit.emit_name)
@@ -239,7 +239,7 @@ def _adjoints(entry: _Unit, by_fn: dict, transform, np_name: str, params_meta, n
         done += 1
         node = with_origins(unit.pf)
         modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
-        node = anf(_structured(unit, desugar(node, np_name, modules)), frozenset(namespace))
+        node = _normal(unit, desugar(node, np_name, modules), namespace)
         node = clean_signature(node, names[(id(unit.pf.captured.fn), active)])
         params = [p.name.value for p in node.params.params]
         vjp = Transform("vjp", (("wrt", active),))
@@ -319,6 +319,24 @@ def _show_command(source: str, title_fn: str, transform) -> str:
     options = dict(transform.options)
     wrt = f" --wrt {','.join(options['wrt'])}" if options.get("wrt") else ""
     return f"srctrans show {source}:{title_fn} --transform {transform.name}{wrt}"
+
+
+def _normal(unit: _Unit, node: cst.FunctionDef, namespace) -> cst.FunctionDef:
+    """A desugared function as the transformations read it: structured, in A-normal form, and
+    tuples your functions return indexed as unpackings (:mod:`srctrans.passes.indexed_results`)."""
+    from .batching.loop import outputs_of
+    from .passes.indexed_results import index_results
+
+    def arity(func: cst.BaseExpression) -> int | None:
+        binding = unit.bindings.get(func.value) if isinstance(func, cst.Name) else None
+        if binding is None or binding.kind != "callee":
+            return None
+        try:
+            return outputs_of(parse_function(capture(binding.value)).node)
+        except Exception:  # noqa: BLE001 -- a callee srctrans cannot read is not unpacked here
+            return None
+
+    return index_results(anf(_structured(unit, node), frozenset(namespace)), arity)
 
 
 def _structured(unit: _Unit, node: cst.FunctionDef) -> cst.FunctionDef:

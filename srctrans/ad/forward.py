@@ -792,10 +792,9 @@ def tangent_functions(entry, by_fn: dict, transform, np_name: str, params_meta, 
     """
     import types
 
-    from ..build import _at_line, _resolver, _structured
+    from ..build import _at_line, _normal, _resolver
     from ..emit import clean_signature, with_origins
     from ..errors import NoDerivativeError, UnsupportedSyntaxError
-    from ..passes.anf import anf
     from ..passes.desugar import desugar
 
     names: dict[tuple[int, tuple[str, ...]], str] = {}
@@ -844,7 +843,7 @@ def tangent_functions(entry, by_fn: dict, transform, np_name: str, params_meta, 
         done += 1
         node = with_origins(unit.pf)
         modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
-        node = anf(_structured(unit, desugar(node, np_name, modules)), frozenset(namespace))
+        node = _normal(unit, desugar(node, np_name, modules), namespace)
         name = names[(id(unit.pf.captured.fn), active)]
         node = clean_signature(node, name)
         out.append(run(unit, node, active, name))

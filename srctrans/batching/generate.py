@@ -80,13 +80,12 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
 def _normal_form(unit, np_name: str, namespace, static=None) -> cst.FunctionDef:
     """``unit``'s function as the rewrite reads it: desugared, structured, in A-normal form,
     a returned display returned directly; with ``static``, the entry's signature too."""
-    from ..build import _entry_signature, _structured
+    from ..build import _entry_signature, _normal
     from ..emit import clean_signature, with_origins
-    from ..passes.anf import anf
     from ..passes.desugar import desugar
 
     modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
-    normal = anf(_structured(unit, desugar(with_origins(unit.pf), np_name, modules)), frozenset(namespace))
+    normal = _normal(unit, desugar(with_origins(unit.pf), np_name, modules), namespace)
     normal = clean_signature(normal, unit.emit_name)
     if static is not None:
         normal, _ = _entry_signature(unit, normal, static)

@@ -794,6 +794,34 @@ def _ov_dot_grad_x(g, x, y):
     raise TypingError(f"srctrans.runtime.dot_grad_x: operands of {nx} and {ny} dimensions are not supported")
 
 
+@overload(rt.dot_grad_x_add)
+def _ov_dot_grad_x_add(out, g, x, y):
+    """``out += dot_grad_x(g, x, y)`` in place; a matrix times a vector adds the outer product
+    ``g y^T`` element by element, without a temporary."""
+    if not isinstance(out, types.Array):
+        return lambda out, g, x, y: out + rt.dot_grad_x(g, x, y)
+    if _ndim(x) == 2 and _ndim(y) == 1 and isinstance(g, types.Array) and g.ndim == 1 and out.ndim == 2:
+        _check_dot("dot_grad_x", g, x, y)
+
+        def outer(out, g, x, y):
+            if out.shape != (g.shape[0], y.shape[0]):
+                raise ValueError("srctrans.runtime.dot_grad_x_add: out does not have the shape of x")
+            for i in range(g.shape[0]):
+                gi = g[i]
+                row = out[i]
+                for j in range(y.shape[0]):
+                    row[j] += gi * y[j]
+            return out
+
+        return outer
+
+    def impl(out, g, x, y):
+        out += rt.dot_grad_x(g, x, y)
+        return out
+
+    return impl
+
+
 @overload(rt.dot_grad_y)
 def _ov_dot_grad_y(g, x, y):
     """Adjoint of ``y`` in ``np.dot(x, y)`` / ``x @ y``."""

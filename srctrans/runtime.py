@@ -144,6 +144,15 @@ def dot_grad_x(g, x, y):
     return unbroadcast(np.dot(g, np.transpose(y)), x)
 
 
+def dot_grad_x_add(out, g, x, y):
+    """``out + dot_grad_x(g, x, y)``, added into ``out`` in place when it is an array (the
+    adjoint a loop's ``W @ h`` adds into, :meth:`Reverse._open_sinks`); returns ``out``."""
+    if isinstance(out, np.ndarray):
+        out += dot_grad_x(g, x, y)
+        return out
+    return out + dot_grad_x(g, x, y)
+
+
 def dot_grad_y(g, x, y):
     """Adjoint of ``y`` in ``np.dot(x, y)`` / ``x @ y`` (scalars, 1-D and 2-D operands)."""
     if np.ndim(y) == 0:

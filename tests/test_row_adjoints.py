@@ -2,7 +2,7 @@
 
 Functionally, each read's adjoint is a whole array (``x_bar = x_bar + rt.getitem_grad(g,
 x, i)``), so a loop over the rows of ``x`` cost O(rows) per trip: quadratic in the loop's
-length. Adjoint files that no other transformation reads now add into ``x_rows_bar`` in place
+length. Adjoint files that no other transformation reads now add into ``x_loop_bar`` in place
 (``rt.getitem_grad_add``) and add it to ``x_bar`` once after the loop. Every function here is
 checked against central differences, uncompiled and compiled; the files other
 transformations read (``hessian``, ``vmap(grad)``) keep the functional form and are checked too.
@@ -163,15 +163,15 @@ def test_a_name_assigned_in_an_outer_loop_adds_into_rows_in_the_inner_one(argnum
 def test_the_file_adds_rows_in_place_once_per_loop():
     text = srctrans.source(srctrans.grad(rnn, argnums=(0, 1)))
     lines = [line.strip() for line in text.splitlines()]
-    assert "xs_rows_bar = rt.zeros_like(xs)" in lines  # made before the backward loop
-    assert "xs_bar = xs_bar + xs_rows_bar" in lines  # added once, after it
-    assert lines.index("xs_rows_bar = rt.zeros_like(xs)") < lines.index("xs_bar = xs_bar + xs_rows_bar")
+    assert "xs_loop_bar = rt.zeros_like(xs)" in lines  # made before the backward loop
+    assert "xs_bar = xs_bar + xs_loop_bar" in lines  # added once, after it
+    assert lines.index("xs_loop_bar = rt.zeros_like(xs)") < lines.index("xs_bar = xs_bar + xs_loop_bar")
     assert not any("rt.getitem_grad(" in line for line in lines)
 
 
 def test_nested_loops_share_the_outer_loops_rows():
     text = srctrans.source(srctrans.grad(elements, argnums=(0, 1)))
-    assert text.count("A_rows_bar = rt.zeros_like(A)") == 1
+    assert text.count("A_loop_bar = rt.zeros_like(A)") == 1
 
 
 def test_files_other_transformations_read_stay_functional():
@@ -225,3 +225,70 @@ def test_jacobians_of_a_gradient_through_a_carried_argument():
     numeric = _numeric_jacobian(grad0, XS, H)
     for jac in (srctrans.jacrev, srctrans.jacfwd):
         np.testing.assert_allclose(jac(grad0)(XS, H), numeric, rtol=1e-5, atol=1e-7)
+
+
+# --- every contribution of a loop to a value it does not change adds in place ----------------
+
+
+def matvec_rnn(W, xs, h):
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+    return np.sum(h * h)
+
+
+def matmat_loop(W, X, a):
+    H = X
+    for _ in range(3):
+        H = np.sin(np.dot(W, H) * a) + X
+    return np.sum(H)
+
+
+def scalar_and_vector(a, v, h):
+    for t in range(4):
+        h = np.cos(h * a + v * t)  # a a number, v a vector: both add into loop sinks
+    return np.sum(h)
+
+
+MATRIX_CASES = [
+    (matvec_rnn, (0.4 * RNG.standard_normal((3, 3)), XS, H)),
+    (matmat_loop, (0.4 * RNG.standard_normal((3, 3)), RNG.standard_normal((3, 2)), 0.7)),
+    (scalar_and_vector, (0.8, RNG.standard_normal(3), H)),
+]
+
+
+@pytest.mark.parametrize("fn, args", MATRIX_CASES, ids=[c[0].__name__ for c in MATRIX_CASES])
+def test_products_and_other_reads_add_into_the_loops_sink(fn, args):
+    numeric = [_numeric_grad(fn, args, i) for i in (0, 1, 2)]
+    plain = srctrans.grad(fn, argnums=(0, 1, 2))(*args)
+    compiled = srctrans.jit(srctrans.grad(fn, argnums=(0, 1, 2)))(*args)
+    for got in (plain, compiled):
+        for g, n in zip(got, numeric):
+            np.testing.assert_allclose(g, n, rtol=1e-6, atol=1e-8)
+    for g, c in zip(plain, compiled):
+        np.testing.assert_allclose(c, g, rtol=1e-12, atol=1e-14)
+    text = srctrans.source(srctrans.grad(fn, argnums=(0, 1, 2)))
+    first = fn.__code__.co_varnames[0]
+    assert f"{first}_loop_bar = rt.zeros_like({first})" in text and f"{first}_bar = {first}_bar + {first}_loop_bar" in text
+    if fn is not scalar_and_vector:
+        assert f"{first}_loop_bar = rt.dot_grad_x_add({first}_loop_bar, " in text
+
+
+@pytest.mark.parametrize("shapes", [((4, 3), (3,)), ((4, 3), (3, 2)), ((3,), (3, 2)), ((), (3,))])
+def test_dot_grad_x_add_is_dot_grad_x_added(shapes):
+    """The runtime helper, uncompiled and compiled, against out + dot_grad_x (in place for arrays)."""
+    import numba
+
+    from srctrans import runtime as rt
+
+    x = RNG.standard_normal(shapes[0]) if shapes[0] else 0.5
+    y = RNG.standard_normal(shapes[1])
+    g = RNG.standard_normal(np.shape(np.dot(x, y)))
+    out = RNG.standard_normal(np.shape(x)) if np.ndim(x) else 0.25
+    want = out + rt.dot_grad_x(g, x, y)
+    compiled = numba.njit(lambda o, g, x, y: rt.dot_grad_x_add(o, g, x, y))
+    for fn in (rt.dot_grad_x_add, compiled):
+        start = np.copy(out) if np.ndim(x) else out
+        got = fn(start, g, x, y)
+        np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
+        if np.ndim(x):
+            assert got is start or np.shares_memory(got, start)  # added in place

@@ -134,7 +134,7 @@ class Reverse:
         self.growable = growable  # every tape a list pushed and popped (a file another grad differentiates)
         # a file no other transformation reads: a loop's reads x[i] add into x's rows in place
         self.in_place = in_place
-        self.sinks: dict[str, str] = {}  # name -> the array its rows' adjoints add into, in the loop being written
+        self.sinks: dict[str, str] = {}  # name -> the array its adjoints add into, in the loop being written
         self.sunk: set[str] = set()  # the sinks some contribution went into
         self.custom_names = custom_names
         self.np_name = np_name
@@ -891,6 +891,11 @@ class Reverse:
     def contribute(self, name: str, expr: str, depth: int, block: Block) -> None:
         if name not in self.act.active:
             return
+        sink = self.sinks.get(name)
+        if sink is not None:  # a loop's contributions add into an array of their own, in place
+            self.emit(f"{sink} += {expr}", depth)
+            self.sunk.add(name)
+            return
         bar = self.bar(name)
         if name in self.tuple_valued and name in self.started:
             raise NotDifferentiable(
@@ -989,15 +994,18 @@ class Reverse:
                 self.contribute(name, rows, depth, block)
 
     def _open_sinks(self, loop) -> list[str]:
-        """The names whose reads ``x[i]`` in ``loop`` add their adjoints into an array of their own.
+        """The names whose adjoints ``loop`` adds into an array of their own, in place.
 
-        Added up functionally, each read's adjoint is a whole array of zeros plus its rows
-        (``x_bar = x_bar + rt.getitem_grad(g, x, i)``): a loop over the rows of x would cost
-        O(rows) per trip. For a value no iteration changes (a parameter, or a name assigned
-        once before the loop and never written in place), the adjoints of the loop's reads
-        instead add into ``x_rows`` in place (``rt.getitem_grad_add(x_rows, g, i)``), an array
-        made for this loop alone, so nothing else sees it change; after the loop it is added
-        to ``x_bar`` once. Only in files no other transformation reads (``in_place``).
+        Added up functionally, each read's adjoint is a new array: a read ``x[i]`` costs a
+        whole array of zeros plus its rows (``x_bar = x_bar + rt.getitem_grad(g, x, i)``), so
+        a loop over the rows of x would cost O(rows) per trip, and ``W @ h`` costs two
+        matrices (``W_bar = W_bar + rt.dot_grad_x(g, W, h)``). For a value no iteration
+        changes (a parameter, or a name assigned once before the loop and never written in
+        place), the loop's contributions instead add into ``x_loop_bar`` in place
+        (``rt.getitem_grad_add(x_loop_bar, g, i)``, ``W_loop_bar = rt.dot_grad_x_add(W_loop_bar,
+        g, W, h)``, ``x_loop_bar += ...``), an array made for this loop alone, so nothing else
+        sees it change; after the loop it is added to ``x_bar`` once. Only in files no other
+        transformation reads (``in_place``).
         """
         if not self.in_place:
             return []
@@ -1008,7 +1016,7 @@ class Reverse:
                 continue
             if not self.stable(name) or name in self.aliased or name in self.views:
                 continue
-            self.sinks[name] = self.gen.fresh(f"{name}_rows_bar", numbered=False)
+            self.sinks[name] = self.gen.fresh(f"{name}_loop_bar", numbered=False)
             opened.append(name)
         return opened
 
@@ -1242,8 +1250,13 @@ class Reverse:
                     contribution = f"rt.unbroadcast({contribution}, {values.get(op.shapes[param], op.shapes[param])})"
             else:
                 contribution = partial
-            if op.key == "getitem" and param == "x" and isinstance(expr, cst.Name) and expr.value in self.sinks:
-                self.emit(f"rt.getitem_grad_add({self.sinks[expr.value]}, {g}, {fill['index']})", depth)
+            sink = self.sinks.get(expr.value) if isinstance(expr, cst.Name) else None
+            if sink is not None and op.key == "getitem" and param == "x":  # rows, added in place
+                self.emit(f"rt.getitem_grad_add({sink}, {g}, {fill['index']})", depth)
+                self.sunk.add(expr.value)
+                continue
+            if sink is not None and op.key in ("numpy.matmul", "numpy.dot") and param == "x":  # W @ h: no temporaries
+                self.emit(f"{sink} = rt.dot_grad_x_add({sink}, {g}, {fill['x']}, {fill['y']})", depth)
                 self.sunk.add(expr.value)
                 continue
             self._flow(expr, contribution, depth, block)

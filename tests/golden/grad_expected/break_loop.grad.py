@@ -53,7 +53,7 @@ def f_grad(x, limit):
     total_bar = total_bar + out_bar * total_1
     total_bar = total_bar + out_bar * total_1
     # break_loop.py:6  for i in range(len(x)):
-    x_rows_bar = rt.zeros_like(x)
+    x_loop_bar = rt.zeros_like(x)
     for trip in range(trips - 1, -1, -1):
         t2_1 = t2_tape[trip]
         if t2_1:
@@ -69,6 +69,6 @@ def f_grad(x, limit):
                 t6_1 = t6_tape.pop()
                 t5_bar = t6_bar * (0.5 / t6_1)
                 i_1 = i_tape.pop()
-                rt.getitem_grad_add(x_rows_bar, t5_bar, i_1)
-    x_bar = x_bar + x_rows_bar
+                rt.getitem_grad_add(x_loop_bar, t5_bar, i_1)
+    x_bar = x_bar + x_loop_bar
     return out, x_bar

@@ -32,12 +32,14 @@ def f_grad(k, y0):
     y_bar = y_bar + out_bar * y_1
     y_bar = y_bar + out_bar * y_1
     # euler.py:6  for i in range(100):
+    k_loop_bar = rt.zeros_like(k)
     for trip in range(trips - 1, -1, -1):
         # euler.py:7  y = y + 0.01 * (-k * y + np.sin(0.1 * i))
         y_2 = y_tape[trip]
         y_bar_1 = y_bar
-        k_bar = k_bar + rt.unbroadcast(-y_bar_1 * (0.01 * y_2), k)
+        k_loop_bar += rt.unbroadcast(-y_bar_1 * (0.01 * y_2), k)
         y_bar = rt.unbroadcast(y_bar_1 * (1.0 + 0.01 * t1), y_2)
+    k_bar = k_bar + k_loop_bar
     # euler.py:5  y = y0
     y0_bar = y_bar
     return out, (k_bar, y0_bar)

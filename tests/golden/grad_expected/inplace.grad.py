@@ -67,6 +67,7 @@ def f_grad(x0, k):
     k_bar = k_bar + rt.unbroadcast(t10_bar * t9_1, k)
     ys_bar = ys_bar + rt.getitem_grad(t9_bar, ys_1, slice(1, 3, None))
     # inplace.py:7  for i in range(1, 5):
+    k_loop_bar = rt.zeros_like(k)
     for trip in range(trips - 1, -1, -1):
         t2_bar = rt.zeros_like(t2)
         t5_bar = rt.zeros_like(t5)
@@ -86,11 +87,12 @@ def f_grad(x0, k):
         t5_bar_1 = t5_bar
         t5_bar = rt.zeros_like(t5_bar_1)
         ys_bar = ys_bar + rt.getitem_grad(t5_bar_1, ys_3, t4_1)
-        k_bar = k_bar + t3_bar * 0.1
+        k_loop_bar += t3_bar * 0.1
         t1_1 = t1_tape[trip]
         t2_bar_1 = t2_bar
         t2_bar = rt.zeros_like(t2_bar_1)
         ys_bar = ys_bar + rt.getitem_grad(t2_bar_1, ys_3, t1_1)
+    k_bar = k_bar + k_loop_bar
     # inplace.py:6  ys[0] = x0
     x0_bar = rt.setitem_grad(ys_bar, 0, x0)
     return out, (x0_bar, k_bar)

@@ -40,7 +40,7 @@ def f_grad(A):
     # nested.py:9  return total
     total_bar = total_bar + rt.grad_seed(total)
     # nested.py:6  for i in range(A.shape[0]):
-    A_rows_bar = rt.zeros_like(A)
+    A_loop_bar = rt.zeros_like(A)
     for _ in range(trips):
         # nested.py:7  for j in range(A.shape[1]):
         for _ in range(trips_1_tape.pop()):
@@ -55,6 +55,6 @@ def f_grad(A):
             t5_bar = t6_bar * np.cos(t5_1)
             i_1 = i_tape.pop()
             j_1 = j_tape.pop()
-            rt.getitem_grad_add(A_rows_bar, t5_bar, (i_1, j_1))
-    A_bar = A_bar + A_rows_bar
+            rt.getitem_grad_add(A_loop_bar, t5_bar, (i_1, j_1))
+    A_bar = A_bar + A_loop_bar
     return total, A_bar

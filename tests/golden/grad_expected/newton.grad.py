@@ -39,13 +39,15 @@ def f_grad(a):
     # newton.py:7  return x
     x_bar = x_bar + rt.grad_seed(x)
     # newton.py:4  while abs(x * x - a) > 1e-10 and k < 50:
+    a_loop_bar = rt.zeros_like(a)
     for _ in range(trips):
         # newton.py:5  x = 0.5 * (x + a / x)
         x_1 = x_tape.pop()
         t7_1 = t7_tape.pop()
         x_bar_1 = x_bar
-        a_bar = a_bar + rt.unbroadcast(x_bar_1 * (0.5 / x_1), a)
+        a_loop_bar += rt.unbroadcast(x_bar_1 * (0.5 / x_1), a)
         x_bar = rt.unbroadcast(x_bar_1 * (0.5 - 0.5 * (t7_1 / x_1)), x_1)
+    a_bar = a_bar + a_loop_bar
     # newton.py:2  x = a
     a_bar = a_bar + x_bar
     return x, a_bar

@@ -50,6 +50,7 @@ def f_grad(W, h0, xs):
     h_bar = h_bar + t10_bar * h_1
     h_bar = h_bar + t10_bar * h_1
     # rnn.py:6  for t in range(xs.shape[0]):
+    W_loop_bar = rt.zeros_like(W)
     for trip in range(trips - 1, -1, -1):
         # rnn.py:7  if t % 2 == 0:
         t4_1 = t4_tape[trip]
@@ -62,13 +63,14 @@ def f_grad(W, h0, xs):
             h_bar = rt.zeros_like(h_2)
             t5_1 = t5_tape.pop()
             t5_bar = rt.unbroadcast(t7_bar, t5_1)
-            W_bar = W_bar + rt.dot_grad_x(t5_bar, W, h_2)
+            W_loop_bar = rt.dot_grad_x_add(W_loop_bar, t5_bar, W, h_2)
             h_bar = h_bar + rt.dot_grad_y(t5_bar, W, h_2)
         else:
             # rnn.py:10  h = h * 0.5 + xs[t]
             h_4 = h_tape_2.pop()
             h_bar_2 = h_bar
             h_bar = rt.unbroadcast(h_bar_2 * 0.5, h_4)
+    W_bar = W_bar + W_loop_bar
     # rnn.py:5  h = h0
     h0_bar = h_bar
     return out, (W_bar, h0_bar)

@@ -21,6 +21,7 @@ from .errors import (  # noqa: E402
     SrcTransError,
     UnresolvedNameError,
     UnsupportedSyntaxError,
+    ViewUpdateError,
 )
 from .parallel import all_gather, axis_index, devices, pmap, pmax, pmean, pmin, psum  # noqa: E402
 from .sharding import AxisType, Mesh, NamedSharding, PartitionSpec, device_put, get_abstract_mesh, make_mesh, set_mesh  # noqa: E402
@@ -36,6 +37,7 @@ __all__ = [
     "SrcTransError",
     "UnresolvedNameError",
     "UnsupportedSyntaxError",
+    "ViewUpdateError",
     "all_gather",
     "axis_index",
     "check_grads",

@@ -73,7 +73,7 @@ def _guard(dispatcher, path: str, lock: Callable[[], ContextManager]) -> None:
         with lock():
             try:
                 return compile_for_args(*args, **kwargs)
-            except numba_errors.NumbaError as err:
+            except (numba_errors.NumbaError, NotImplementedError) as err:  # (Numba's lowering raises the latter)
                 message = str(err)
                 raise GeneratedCodeError(_summary(message), path, _locate(message, path), _ANSI.sub("", message)) from None
 

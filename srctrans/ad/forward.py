@@ -48,6 +48,7 @@ from .reverse import (
     complex_names,
     is_vmapped,
     refuse_complex,
+    refuse_hidden_write,
     refuse_view_update,
     shape_kind,
     slice_views,
@@ -396,6 +397,7 @@ class Forward:
                     )
                 self.emit(code(cst.SimpleStatementLine([small])).strip(), depth)
                 return
+        refuse_hidden_write(small, self.act.active, self.resolve, self.line)
         if not isinstance(small, cst.Assign):
             self.emit(code(cst.SimpleStatementLine([small])).strip(), depth)
             return

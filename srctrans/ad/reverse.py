@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
+import numpy as np
 
 from ..analysis.activity import Activity, Block, analyze, common_block, names_in, targets_of
 from ..analysis.names import NameGen, scan
@@ -600,6 +601,7 @@ class Reverse:
                 return
             refuse_view_update(small, self.slice_views, self.aliased, self.line)
             small = _aug_to_assign(small)
+        refuse_hidden_write(small, self.act.active, self.resolve, self.line)
         if not isinstance(small, cst.Assign):
             return
         target = small.targets[0].target
@@ -1728,6 +1730,37 @@ def slice_views(body: list) -> set[str]:
     for stmt in body:
         stmt.visit(V())
     return found
+
+
+_WRITING_FUNCTIONS = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis", "shuffle"})
+
+
+def refuse_hidden_write(small, active: set[str], resolve, line) -> None:
+    """Refuse a call that may write into an array where derivatives flow: ``out=``, a method
+    called for its effect (``y.sort()``, ``y.fill(v)``), ``np.copyto(y, x)``, ``np.add.at(y, i, x)``.
+    The derivative would not see the change (it gave wrong gradients, silently)."""
+    call = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+    if not isinstance(call, cst.Call) or not (names_in(call) & active):
+        return
+    func = call.func
+    what = None
+    if any(a.keyword is not None and a.keyword.value == "out" for a in call.args):
+        what = f"{code(func)}(..., out=...) writes into an array"
+    elif isinstance(small, cst.Expr):
+        obj = resolve(func)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and resolve(func.value) is _LOCAL:
+            what = f"{code(func)}() called for its effect may change {func.value.value} in place"
+        elif isinstance(getattr(obj, "__self__", None), np.ufunc) or (
+            getattr(obj, "__name__", None) in _WRITING_FUNCTIONS
+            and (getattr(obj, "__module__", None) or type(getattr(obj, "__self__", None)).__module__ or "").startswith("numpy")
+        ):
+            what = f"{code(func)}(...) writes into its first argument"
+    if what is not None:
+        raise NotDifferentiable(
+            f"{what} where derivatives flow, and the derivative would not see the change",
+            line,
+            "write the new value as an assignment (y = y + x, y = np.sort(y), y = np.full_like(y, v))",
+        )
 
 
 _COMPLEX_NAMES = frozenset({"complex", "complex64", "complex128", "complex256", "complex_", "csingle", "cdouble", "clongdouble"})

@@ -96,6 +96,8 @@ class CompileError(SrcTransError):
 class ViewUpdateError(SrcTransError):
     """``row += v`` at run time on a ``row`` that shares its array with another name (``row = X[i]``).
 
+    ``base`` names that array, or is empty when it has no name of the user's.
+
     A transformed function computes ``row = row + v``, a new array, so ``X`` would keep its
     old value; generated code raises this instead. ``file`` is the name in the generated
     file's origin comments; :meth:`locate` makes it the full path once the caller knows it.
@@ -103,12 +105,12 @@ class ViewUpdateError(SrcTransError):
 
     def __init__(self, name: str, op: str, base: str, file: str, line: int) -> None:
         self.names = (name, op, base)
+        of = f"{base}'s array in place ({name} is a view of {base})" if base else f"in place the array {name} is a view of"
         super().__init__(
-            f"{name} {op} ... updates {base}'s array in place ({name} is a view of {base}), "
-            f"which this transformation cannot follow",
+            f"{name} {op} ... updates {of}, which this transformation cannot follow",
             filename=file,
             line=line,
-            hint=f"make a new value ({name} = {name} {op[:-1]} ...), or copy first ({name} = np.copy({base}[...]))",
+            hint=f"make a new value ({name} = {name} {op[:-1]} ...), or copy the view first ({name} = np.copy(...))",
         )
         self._indent()
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import srctrans
-from srctrans.errors import ViewUpdateError
+from srctrans.errors import UnsupportedSyntaxError, ViewUpdateError
 
 from .conftest import module_from_text
 
@@ -58,6 +58,61 @@ def transposed_write(X, v):
     Y = X.T
     Y[0] = v[:2]
     return np.sum(X * np.sin(X))
+
+
+def rows_unpacked(X, v):
+    Z = X * 1.0
+    a, b = Z
+    a *= v
+    return np.sum(Z * X)
+
+
+def through_asarray(X, v):
+    Z = X * 1.0
+    row = np.asarray(Z[0])
+    row *= v
+    return np.sum(Z * X)
+
+
+def view_in_a_branch(X, Y, v):
+    if v[0] > 0:
+        row = X[0]
+    else:
+        row = Y[0]
+    row *= v
+    return np.sum(X * X) + np.sum(Y * Y)
+
+
+def base_reassigned(X, v):
+    A = X * 1.0
+    row = A[0]
+    A = A * 2.0
+    row *= v
+    return np.sum(A)
+
+
+def view_made_after_the_update(X, v):
+    row = X[0] * 1.0
+    row += v
+    Z = X * 2.0
+    row = Z[0]
+    return np.sum(row * v)
+
+
+def numbers_unpacked(x, v):
+    a, b = x[0], x[1]
+    a *= v
+    return a * b
+
+
+def double_buffered(x, n):
+    cur = x * 1.0
+    nxt = np.zeros_like(x)
+    for _ in range(n):
+        for i in range(1, x.shape[0] - 1):
+            nxt[i] = 0.5 * (cur[i - 1] + cur[i + 1])
+        cur, nxt = nxt, cur
+    return np.sum(cur * x)
 '''
 
 
@@ -147,3 +202,39 @@ def test_a_batched_matrix_keeps_its_views(m):
     want = np.stack([m.row_update(x.copy(), V) for x in Xs])
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert batched._last()[0].gen.meta["vmap"]["method"] == "vectorize"
+
+
+@pytest.mark.parametrize("name", ["rows_unpacked", "through_asarray"])
+def test_views_by_unpacking_and_asarray_are_checked(m, name):
+    with pytest.raises(ViewUpdateError, match="is a view of"):
+        srctrans.grad(getattr(m, name), argnums=(0, 1))(X.copy(), V)
+
+
+@pytest.mark.parametrize("name", ["view_in_a_branch", "base_reassigned"])
+def test_a_view_whose_array_cannot_be_named_is_refused_at_build(m, name):
+    f = getattr(m, name)
+    args = (X.copy(), X.copy() * 2.0, V) if name == "view_in_a_branch" else (X.copy(), V)
+    for transform in (lambda: srctrans.grad(f, argnums=len(args) - 1)(*args),
+                      lambda: srctrans.jvp(f, args, tuple(np.ones_like(a) for a in args))):
+        with pytest.raises(UnsupportedSyntaxError, match="may update an array another name refers to"):
+            transform()
+
+
+@pytest.mark.parametrize("name, args", [
+    ("view_made_after_the_update", (X, V)), ("numbers_unpacked", (V, 0.4)),
+])
+def test_updates_that_no_view_reaches_are_differentiated(m, name, args):
+    f = getattr(m, name)
+    g = srctrans.grad(f, argnums=(0, 1))
+    for fn in (g, srctrans.jit(g)):
+        got = fn(*[np.copy(a) for a in args])
+        for i in (0, 1):
+            np.testing.assert_allclose(got[i], _central(f, args, i), rtol=1e-6, atol=1e-8)
+
+
+def test_double_buffering_keeps_its_forward_derivative(m):
+    """cur, nxt = nxt, cur between arrays written in place stays one unpacking (no shared copies)."""
+    x = np.array([0.2, 1.0, -0.5, 0.7, 0.3])
+    f = m.double_buffered
+    tangent = srctrans.jvp(f, (x, 3), (np.ones_like(x), 0))[1]
+    np.testing.assert_allclose(tangent, np.sum(_central(lambda x: f(x, 3), (x,), 0)), rtol=1e-6)

@@ -27,6 +27,7 @@ import libcst as cst
 from ..analysis.activity import analyze, names_in, targets_of
 from ..analysis.names import NameGen, scan
 from ..analysis.shapes import same_shapes
+from ..analysis.views import view_check_bases
 from ..cache import ORIGIN_RE
 from ..passes.fuse import assigned_once, inline_temporaries
 from ..passes.fuse import children as fuse_children
@@ -111,6 +112,7 @@ class Forward:
         self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
         self.complex_names = complex_names(self.body)
         self.slice_views = slice_views(self.body)
+        self.view_checks = view_check_bases(self.body, self.params)
         self.dot_names: dict[str, str] = {}
         self.lines: list[str] = []
         self.shapes: dict[int, dict[str, str | None]] = {}  # see analysis.shapes.same_shapes
@@ -382,7 +384,7 @@ class Forward:
         if isinstance(small, cst.AugAssign):
             if isinstance(small.target, cst.Name):  # a new value, never an update in place
                 refuse_view_update(small, self.slice_views, self.aliased, self.line)
-                check = view_update_check(small, self.views, self.slice_views, self.file, self.line)
+                check = view_update_check(small, self.view_checks, self.slice_views, self.file, self.line)
                 if check is not None:
                     self.emit(check, depth)
                 small = cst.Assign(

@@ -21,6 +21,7 @@ of the backward sweep of the block that defines ``v``, and each reassignment of
 
 from __future__ import annotations
 
+import re
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ import numpy as np
 from ..analysis.activity import Activity, Block, analyze, common_block, names_in, targets_of
 from ..analysis.names import NameGen, scan
 from ..analysis.shapes import operation_kind, same_shapes
+from ..analysis.views import MAYBE_VIEW_CALLS, view_check_bases
 from ..analysis.views import view_base as _view_base
 from ..cache import ORIGIN_RE
 from ..rules import object_named
@@ -181,6 +183,7 @@ class Reverse:
         self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
         self.complex_names = complex_names(self.body)
         self.slice_views = slice_views(self.body)
+        self.view_checks = view_check_bases(self.body, self.params)
         self.mutated |= self._passed_to_writers()
         self.written_params = [p for p in self.params if p in self.mutated and p in self.act.active]
         self.invariant = self._loop_invariants()
@@ -780,7 +783,7 @@ class Reverse:
                     sid = id(small)
                     self._saves(sid, depth, after=False)
                     if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
-                        check = view_update_check(small, self.views, self.slice_views, self.file, self.line)
+                        check = view_update_check(small, self.view_checks, self.slice_views, self.file, self.line)
                         if check is not None:
                             self.emit(check, depth)
                         small = _aug_to_assign(small)  # a new value, never an update in place
@@ -1718,6 +1721,8 @@ def slice_views(body: list) -> set[str]:
             target, value = n.targets[0].target, n.value
             if not isinstance(target, cst.Name) or _view_base(value) is None:
                 return
+            if isinstance(value, cst.Call) and value.func.attr.value in MAYBE_VIEW_CALLS:
+                return  # np.asarray(a_list) is a new array
             if isinstance(value, cst.Subscript):
                 parts = [el.slice for el in value.slice]
                 if not any(
@@ -1822,17 +1827,26 @@ def refuse_complex(value: cst.BaseExpression, line, names: frozenset = frozenset
         )
 
 
-def view_update_check(small: cst.AugAssign, views: dict[str, str], certain: set[str], file: str | None, line) -> str | None:
+def view_update_check(small: cst.AugAssign, bases: dict[int, str | None], certain: set[str], file: str | None, line) -> str | None:
     """The run-time check to emit before ``name op= ...`` (which a transformation computes as a
     new value) when ``name`` may be a view of another array (``row = X[i]``: a view when ``X``
-    has two axes, a number when it has one); None when no check is needed. Certain views were
-    refused by :func:`refuse_view_update` already."""
+    has two axes, a number when it has one); None when no check is needed. ``bases``: from
+    :func:`~srctrans.analysis.views.view_check_bases`; where no one array can be named, refused.
+    Certain views were refused by :func:`refuse_view_update` already."""
     name = small.target.value
-    base = views.get(name)
-    if base is None or name in certain or file is None or line is None:
+    if id(small) not in bases or name in certain:
         return None
+    base = bases[id(small)]
     op = code(small.operator).strip()
-    return f'rt.refuse_view_update({name}, {base}, "{name}", "{op}", "{base}", "{file}", {line})'
+    if base is None or file is None or line is None:
+        raise NotDifferentiable(
+            f"{name} {op} ... may update an array another name refers to ({name} may be a view), "
+            "which this transformation cannot check here",
+            line,
+            f"make a new value: {name} = {name} {op[:-1]} ...",
+        )
+    label = "" if re.fullmatch(r"t\d+", base) else base  # (a temporary of A-normal form has no name of yours)
+    return f'rt.refuse_view_update({name}, {base}, "{name}", "{op}", "{label}", "{file}", {line})'
 
 
 def refuse_view_update(small: cst.AugAssign, views: set[str], aliased: set[str], line) -> None:
@@ -1921,12 +1935,18 @@ def _mutation_facts(body: list, params: tuple[str, ...]) -> tuple[set[str], set[
     views: dict[str, str] = {}
     pairs: list[tuple[int | None, set[str]]] = []  # (top-level statement index or None, names)
 
+    exchanged: list[set[str]] = []  # names a tuple passes between (t = (a, b); b, a = t)
+
     class V(cst.CSTVisitor):
         def __init__(self, at: int | None) -> None:
             self.at = at
 
         def visit_Assign(self, n: cst.Assign) -> None:
             target = n.targets[0].target
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(n.value, cst.Name):
+                exchanged.append({*targets_of(target), n.value.value})
+            elif isinstance(target, cst.Name) and isinstance(n.value, (cst.Tuple, cst.List)):
+                exchanged.append({target.value} | {el.value.value for el in n.value.elements if isinstance(el.value, cst.Name)})
             if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
                 mutated.add(target.value.value)
             if isinstance(target, cst.Name) and isinstance(n.value, cst.Name):
@@ -1968,6 +1988,10 @@ def _mutation_facts(body: list, params: tuple[str, ...]) -> tuple[set[str], set[
         for view, base in views.items():
             if base in mutated and view not in mutated:
                 mutated.add(view)
+                changed = True
+        for group in exchanged:  # cur, nxt = nxt, cur: each may hold the array written in place
+            if group & mutated and not group <= mutated:
+                mutated |= group
                 changed = True
     return mutated, copies, views
 

@@ -15,6 +15,8 @@ VIEW_CALLS = frozenset(
     {"reshape", "ravel", "transpose", "squeeze", "expand_dims", "swapaxes", "diagonal", "atleast_1d", "atleast_2d",
      "broadcast_to"}
 )
+# calls that return their argument itself when it is an array (a new array when it is a list)
+MAYBE_VIEW_CALLS = frozenset({"asarray", "asanyarray", "ascontiguousarray", "asfortranarray"})
 
 
 def view_base(value: cst.BaseExpression) -> str | None:
@@ -23,7 +25,11 @@ def view_base(value: cst.BaseExpression) -> str | None:
         if isinstance(value, cst.Attribute) and value.attr.value != "T":
             return None
         return value.value.value
-    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in VIEW_CALLS:
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in VIEW_CALLS | MAYBE_VIEW_CALLS
+    ):
         receiver = value.func.value
         if isinstance(receiver, cst.Name) and receiver.value not in ("np", "numpy"):
             return receiver.value  # y.reshape(...)
@@ -49,4 +55,68 @@ def written_in_place(body: list) -> set[str]:
 
     for stmt in body:
         stmt.visit(V())
+    return found
+
+
+def view_check_bases(body: list, params) -> dict[int, str | None]:
+    """For each ``name op= ...`` (by ``id``) on a name some statement assigns a possible view
+    (``row = X[i]``, ``a, b = X``): the one array to compare ``name`` with before that line, at
+    run time; None where no one array can be named safely there (views of several arrays, an
+    array assigned more than once, or one assigned later than that line)."""
+    view_of: dict[str, list[tuple[str, int]]] = {}  # name -> (base, index of the top-level statement)
+    assigned: dict[str, int] = {}
+    top: dict[str, int] = {}  # name -> index of a top-level statement assigning it
+    sites: list[tuple[int, str, int]] = []
+
+    def count(target: cst.BaseExpression, k: int, at_top: bool) -> None:
+        if isinstance(target, cst.Name):
+            assigned[target.value] = assigned.get(target.value, 0) + 1
+            if at_top:
+                top[target.value] = k
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                count(el.value, k, at_top)
+        elif isinstance(target, cst.StarredElement):
+            count(target.value, k, at_top)
+
+    class V(cst.CSTVisitor):
+        def __init__(self, k: int, at_top: bool) -> None:
+            self.k, self.at_top = k, at_top
+
+        def visit_Assign(self, n: cst.Assign) -> None:
+            for t in n.targets:
+                count(t.target, self.k, self.at_top)
+            target = n.targets[0].target
+            base = view_base(n.value)
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(n.value, cst.Name):
+                base = n.value.value  # a, b = X: the rows of X
+                names = [el.value.value for el in target.elements if isinstance(el.value, cst.Name)]
+            else:
+                names = [target.value] if isinstance(target, cst.Name) else []
+            if base is not None:
+                for name in names:
+                    view_of.setdefault(name, []).append((base, self.k))
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if isinstance(n.target, cst.Name):
+                count(n.target, self.k, False)
+                sites.append((id(n), n.target.value, self.k))
+
+        def visit_For(self, n: cst.For) -> None:
+            count(n.target, self.k, False)
+
+    for k, stmt in enumerate(body):
+        stmt.visit(V(k, isinstance(stmt, cst.SimpleStatementLine)))
+    found: dict[int, str | None] = {}
+    for sid, name, k in sites:
+        bases = {b for b, j in view_of.get(name, ()) if j <= k}  # (a later top-level statement cannot reach it)
+        if not bases:
+            continue
+        base = next(iter(bases)) if len(bases) == 1 else None
+        if base is not None and not (
+            (base in params and base not in assigned)
+            or (assigned.get(base) == 1 and top.get(base, k) < k)
+        ):
+            base = None
+        found[sid] = base
     return found

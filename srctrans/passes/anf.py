@@ -14,7 +14,9 @@ After this pass every statement in the body is one of:
   List comprehensions are kept whole (their own scope is not flattened).
 - ``name[index] = atom`` and ``name[index] op= atom``; ``name op= atom``
 - ``a, b = name`` (tuple unpacking of a name); ``a, b = e1, e2`` into plain names
-  becomes ``a = atom1`` then ``b = atom2``, every right-hand side computed first
+  becomes ``a = e1`` then ``b = e2`` when no value reads a name assigned before it, else
+  every value is computed into a temporary first (``p, q = q, p``); names only, swapped
+  between arrays written in place (double buffering), stay one unpacking
 - ``f(atoms)`` as an expression statement (``print(t1)``)
 - ``return atom`` or ``return a, b`` (a tuple of atoms), ``return``
 - ``if name:`` with an ``else:`` block or none; ``elif`` becomes a nested ``if``
@@ -39,6 +41,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..analysis.names import NameGen, scan
+from ..analysis.views import written_in_place
 
 _COMPOUND_KEEP = (cst.ListComp,)
 
@@ -91,8 +94,9 @@ class _Loop:
 class ANF:
     """Rewrites one function body into A-normal form."""
 
-    def __init__(self, names: NameGen) -> None:
+    def __init__(self, names: NameGen, written: frozenset = frozenset()) -> None:
         self.names = names
+        self.written = written  # names whose arrays a statement writes in place
         self.loops: list[_Loop] = []
         self.temps: set[str] = set()
 
@@ -256,10 +260,15 @@ class ANF:
             elif isinstance(target, cst.Subscript):
                 value = self.atom(small.value, out)
                 out.append(_line(small.with_changes(targets=[cst.AssignTarget(self._store_target(target, out))], value=value)))
-            elif _parallel_assignment(target, small.value):  # p, q = q * 0.5, np.sin(p)
+            elif _parallel_assignment(target, small.value) and not self._swapped_buffers(target, small.value):
                 names = [el.value.value for el in target.elements]
+                given = [el.value for el in small.value.elements]
+                if not any(_reads(v, n) for k, v in enumerate(given) for n in names[:k]):
+                    for name, value in zip(names, given):  # no value reads a name assigned before it
+                        self.small(cst.Assign([cst.AssignTarget(cst.Name(name))], value), out)
+                    return
                 values = []
-                for el in small.value.elements:  # every right-hand side first, as Python does
+                for el in small.value.elements:  # p, q = q * 0.5, np.sin(p): every right-hand side first
                     value = self.atom(el.value, out)
                     if isinstance(value, cst.Name) and value.value in names:  # p, q = q, p
                         held = self.fresh(value.value)
@@ -301,6 +310,13 @@ class ANF:
             out.append(_line(small))
         else:  # pass, break, raise
             out.append(_line(small))
+
+    def _swapped_buffers(self, target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+        """``cur, nxt = nxt, cur`` where an array of them is written in place: kept as one unpacking
+        (copies through temporaries would make the arrays look shared to later passes)."""
+        return all(isinstance(el.value, cst.Name) for el in value.elements) and bool(
+            {el.value.value for el in target.elements} & self.written
+        )
 
     def _store_target(self, target: cst.Subscript, out: list) -> cst.Subscript:
         value = self.atom(target.value, out)
@@ -367,7 +383,7 @@ class ANF:
 def anf(node: cst.FunctionDef, taken: frozenset[str] = frozenset()) -> cst.FunctionDef:
     """Rewrite a desugared function definition into A-normal form."""
     names = NameGen(scan(node).all | taken)
-    body = ANF(names).block(node.body.body)
+    body = ANF(names, frozenset(written_in_place(list(node.body.body)))).block(node.body.body)
     return node.with_changes(body=node.body.with_changes(body=body))
 
 

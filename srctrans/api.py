@@ -543,7 +543,7 @@ class Grad(Jitted):
             if t is float:
                 continue
             if t is np.ndarray:
-                if differentiated and v.dtype.kind != "f":
+                if v.dtype.kind == "c" or (differentiated and v.dtype.kind != "f"):
                     return False  # the full path refuses it, naming the argument
                 continue
             if differentiated or not (t is int or t is bool):
@@ -551,18 +551,20 @@ class Grad(Jitted):
         return True
 
     def _check_inputs(self, spec, call_args) -> None:
-        if self._allow_int:
-            return
         params = [m for m in spec.gen.meta["params"] if m[0] in ("arg", "attr", "leaf")]
         for m, value in zip(params, call_args):
-            if type(value) is float or m[0] == "attr" or m[1] not in self._wrt or value is None:
+            if type(value) is float or m[0] == "attr" or value is None:
                 continue
-            dtype = value.dtype if type(value) is np.ndarray else np.asarray(value).dtype
-            if dtype.kind == "f":
+            try:
+                dtype = value.dtype if type(value) is np.ndarray else _leaf_dtype(value)
+            except ValueError:  # (a ragged list, passed as it is)
                 continue
-            if dtype.kind == "c":
+            if dtype.kind == "c":  # differentiated or not: met by a differentiated value, it would be wrong
                 where = spec.leaf_path(m[1], m[2]) if m[0] == "leaf" else repr(m[1])
-                raise TypeError(f"grad of {self.__qualname__} with respect to {where}: {COMPLEX_REFUSED}")
+                how = "with respect to" if m[1] in self._wrt else "argument"
+                raise TypeError(f"grad of {self.__qualname__} {how} {where}: {COMPLEX_REFUSED}")
+            if self._allow_int or m[1] not in self._wrt or dtype.kind == "f":
+                continue
             allow = "(pass allow_int=True to get zero gradients for integers)"
             if m[0] == "leaf":
                 raise TypeError(
@@ -648,6 +650,7 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     runner._wrt = tuple(visible)
 
     def vjp_fn(cotangent):
+        _refuse_complex("vjp", [*visible, "the cotangent"], [*primals, cotangent])
         spec, call_args = runner._prepare(tuple(primals), {})
         if spec.returns is not None:  # a dict or list result: the cotangent in the same structure
             struct = spec.returns["tuple"][0] if has_aux else spec.returns
@@ -989,6 +992,15 @@ COMPLEX_REFUSED = (
 )
 
 
+def _refuse_complex(who: str, names, values) -> None:
+    """A ``TypeError`` naming the first complex leaf of ``values`` (differentiated or not: a complex
+    value that meets a differentiated one gives wrong derivatives)."""
+    for name, value in zip(names, values):
+        for path, leaf in tree_flatten_with_path(value)[0]:
+            if leaf is not None and (isinstance(leaf, complex) or getattr(leaf, "dtype", None) is not None and leaf.dtype.kind == "c"):
+                raise TypeError(f"{who}: {name}{keystr(path)}: {COMPLEX_REFUSED}")
+
+
 def _leaf_dtype(x: Any) -> np.dtype:
     if hasattr(x, "dtype"):
         return np.dtype(x.dtype)
@@ -1239,6 +1251,7 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     def jacobian(*args):
         target, _ = (fn, None) if not isinstance(fn, Jitted) else (fn._fn, None)
         visible = _visible_params(target)
+        _refuse_complex("jacfwd", visible, args)
         single, nums = _jacobian_args("jacfwd", argnums, visible, args)
         wrt = tuple(visible[k] for k in nums)
         if "runner" not in state:
@@ -1345,6 +1358,7 @@ def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     def jacobian(*args):
         target, compiled = _forward_target(fn)
         visible = _visible_params(target)
+        _refuse_complex("jacrev", visible, args)
         single, nums = _jacobian_args("jacrev", argnums, visible, args)
         out = fn(*args)
         aux = None

@@ -110,7 +110,7 @@ class Forward:
             self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff, self._shape_only)
         self.analyzing = False
         self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
-        self.complex_names = complex_names(self.body)
+        self.complex_names = complex_names(self.body, self.resolve)
         self.slice_views = slice_views(self.body)
         self.view_checks = view_check_bases(self.body, self.params)
         self.dot_names: dict[str, str] = {}
@@ -417,7 +417,7 @@ class Forward:
                 )
             if base is not None and self.needed(base):
                 value = small.value
-                refuse_complex(value, self.line, self.complex_names)
+                refuse_complex(value, self.line, self.complex_names, self.resolve)
                 tangent = self.tangent_of(value) or "0.0"
                 self.emit(code(target.with_changes(value=cst.Name(self.dot(base)))) + f" = {tangent}", depth)
             return
@@ -428,7 +428,7 @@ class Forward:
             if stack is not None and self.needed(stack):
                 self.emit(f"{self.dot(stack)}.pop()", depth)  # the stacks stay in step
             return
-        refuse_complex(small.value, self.line, self.complex_names)
+        refuse_complex(small.value, self.line, self.complex_names, self.resolve)
         if not isinstance(target, cst.Name):
             self.emit(primal, depth)
             self._unpack(small, target, depth)

@@ -181,7 +181,7 @@ class Reverse:
         self.plan_preceding: list = []
         self.plan_stack: list[list] = []  # statements before the compound statement being planned, per level
         self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
-        self.complex_names = complex_names(self.body)
+        self.complex_names = complex_names(self.body, self.resolve)
         self.slice_views = slice_views(self.body)
         self.view_checks = view_check_bases(self.body, self.params)
         self.mutated |= self._passed_to_writers()
@@ -611,7 +611,7 @@ class Reverse:
         if isinstance(target, cst.Subscript):
             base = target.value.value if isinstance(target.value, cst.Name) else None
             if base in self.useful:
-                refuse_complex(small.value, self.line, self.complex_names)
+                refuse_complex(small.value, self.line, self.complex_names, self.resolve)
             if base in self.act.active and (base in self.aliased or base in self.views):
                 raise NotDifferentiable(  # the write would change another name's value unseen
                     f"writing into {base}, which another name also refers to",
@@ -639,7 +639,7 @@ class Reverse:
             for n in names:
                 self.assigned(n, block)
             return  # its value never reaches the output
-        refuse_complex(small.value, self.line, self.complex_names)
+        refuse_complex(small.value, self.line, self.complex_names, self.resolve)
         if not isinstance(target, cst.Name):
             self._plan_unpack(small, target, block, sid)
             return
@@ -1771,9 +1771,15 @@ def refuse_hidden_write(small, active: set[str], resolve, line) -> None:
 _COMPLEX_NAMES = frozenset({"complex", "complex64", "complex128", "complex256", "complex_", "csingle", "cdouble", "clongdouble"})
 
 
-def _mentions_complex(value: cst.CSTNode, names: frozenset = frozenset()) -> bool:
-    """Whether ``value`` writes a complex number or dtype (``1j``, ``np.complex128``, ``"complex"``)
-    or reads one of ``names`` (names assigned one, as ``t1 = np.complex128`` in A-normal form)."""
+def _complex_value(obj) -> bool:
+    """A complex number or array (a global constant the function reads)."""
+    return isinstance(obj, (complex, np.complexfloating)) or (isinstance(obj, np.ndarray) and obj.dtype.kind == "c")
+
+
+def _mentions_complex(value: cst.CSTNode, names: frozenset = frozenset(), resolve=None) -> bool:
+    """Whether ``value`` writes a complex number or dtype (``1j``, ``np.complex128``, ``"complex"``),
+    reads one of ``names`` (names assigned one, as ``t1 = np.complex128`` in A-normal form) or,
+    with ``resolve``, a global or closure value that is complex."""
 
     class V(cst.CSTVisitor):
         found = False
@@ -1783,6 +1789,8 @@ def _mentions_complex(value: cst.CSTNode, names: frozenset = frozenset()) -> boo
 
         def visit_Name(self, n: cst.Name) -> None:
             V.found |= n.value in _COMPLEX_NAMES or n.value in names
+            if resolve is not None and not V.found:
+                V.found = _complex_value(resolve(n))
 
         def visit_Attribute(self, n: cst.Attribute) -> None:
             V.found |= n.attr.value in _COMPLEX_NAMES
@@ -1805,21 +1813,22 @@ def _real_part(value: cst.BaseExpression) -> bool:
     return False
 
 
-def complex_names(body: list) -> frozenset:
+def complex_names(body: list, resolve=None) -> frozenset:
     """Names some statement assigns a complex number or dtype (see :func:`refuse_complex`)."""
     found: set[str] = set()
     for stmt in _simple_statements(body):
         for small in stmt.body:
             if isinstance(small, cst.Assign) and isinstance(small.targets[0].target, cst.Name):
-                if not _real_part(small.value) and _mentions_complex(small.value, frozenset(found)):
+                if not _real_part(small.value) and _mentions_complex(small.value, frozenset(found), resolve):
                     found.add(small.targets[0].target.value)
     return frozenset(found)
 
 
-def refuse_complex(value: cst.BaseExpression, line, names: frozenset = frozenset()) -> None:
+def refuse_complex(value: cst.BaseExpression, line, names: frozenset = frozenset(), resolve=None) -> None:
     """Refuse a differentiated value made with a complex number or dtype (``1j``, ``np.complex128``,
-    ``dtype="complex"``): the rules hold for real values; a complex one would give wrong derivatives."""
-    if _mentions_complex(value, names):
+    ``dtype="complex"``, a complex global): the rules hold for real values; a complex one would give
+    wrong derivatives."""
+    if _mentions_complex(value, names, resolve):
         raise NotDifferentiable(
             "a complex value where derivatives flow: srctrans differentiates real values only",
             line,

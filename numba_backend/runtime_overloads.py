@@ -889,7 +889,7 @@ def _ov_transpose_grad(g, axes=None):
 
 
 def _basic_index(index: Any) -> bool:
-    basic = (types.Integer, types.SliceType, types.EllipsisType)
+    basic = (types.Integer, types.SliceType, types.EllipsisType, types.NoneType)  # (None: a new axis of length 1)
     if isinstance(index, basic):
         return True
     return isinstance(index, types.BaseTuple) and all(isinstance(t, basic) for t in index.types)
@@ -902,7 +902,10 @@ def _getitem_grad_add_impl(g, n, index, who: str):
     if _basic_index(index):
         # basic indexing never repeats an element. Element loops, not ``out[index] += g``:
         # Numba's broadcasting setitem costs seconds to compile.
-        ints = sum(isinstance(t, types.Integer) for t in (index.types if isinstance(index, types.BaseTuple) else [index]))
+        parts = index.types if isinstance(index, types.BaseTuple) else [index]
+        ints = sum(isinstance(t, types.Integer) for t in parts)
+        if any(isinstance(t, types.NoneType) for t in parts):
+            ints = -1  # x[0, None]: an array of one element, not a number
         if ints == n and _is_scalar(g):
 
             def impl_element(out, g, index):

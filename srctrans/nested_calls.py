@@ -323,11 +323,13 @@ class _Rewriter(cst.CSTTransformer):
             self._vmapped(updated, original)
         derivative = self.nested.transform_name in ("grad", "vjp")
         looped = self.nested.transform_name == "jit" or (derivative and self.nested.compiled)
-        # uncompiled, reverse mode calls a vmapped function's vjp, which a nest of vmaps lacks: a loop
-        if derivative and isinstance(updated.func, cst.Name) and (looped or self._nest(updated.func)):
+        # uncompiled, reverse mode calls a vmapped function's vjp, and forward mode its jvp, which a
+        # nest of vmaps lacks: a loop of loops, differentiated as any function of yours
+        nests = self.nested.transform_name in _DERIVATIVES
+        if (derivative or nests) and isinstance(updated.func, cst.Name) and (looped or (nests and self._nest(updated.func))):
             self._vmapped_derivative(updated)
         if isinstance(updated.func, cst.Call) and self._is_vmap(updated.func.func) and (
-            looped or (derivative and self._nest(updated.func))
+            looped or (nests and self._nest(updated.func))
         ):
             return self._inline_vmap(original, updated)
         name = self.api_function(updated.func)
@@ -350,7 +352,13 @@ class _Rewriter(cst.CSTTransformer):
         """Whether ``expr`` is a vmap of a vmapped function: a known one, or written as
         ``srctrans.vmap(srctrans.vmap(f, ...), ...)``."""
         if isinstance(expr, cst.Call):
-            return bool(expr.args) and isinstance(expr.args[0].value, cst.Call) and self._is_vmap(expr.args[0].value.func)
+            if not expr.args:
+                return False
+            given = expr.args[0].value
+            if isinstance(given, cst.Call):
+                return self._is_vmap(given.func)
+            known, value = self.value(given)  # srctrans.vmap(batched, ...) of a vmapped global
+            return known and _is_vmapped(value)
         known, value = self.value(expr)
         return known and _is_vmapped(value) and value._inner is not None
 

@@ -292,3 +292,21 @@ def test_dot_grad_x_add_is_dot_grad_x_added(shapes):
         np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
         if np.ndim(x):
             assert got is start or np.shares_memory(got, start)  # added in place
+
+
+@pytest.mark.parametrize("index", ["x[None, :]", "x[:, None]", "x[0, None]", "x[None, 1:, None]"])
+def test_new_axes_in_an_index_compile(tmp_path, index):
+    """``x[None, :]`` under jit(grad): getitem_grad takes None (a new axis) in a basic index."""
+    import importlib.util
+
+    (tmp_path / "newaxis_model.py").write_text(
+        f"import numpy as np\n\n\ndef f(x, y):\n    return np.sum(np.sin({index}) * y)\n"
+    )
+    spec = importlib.util.spec_from_file_location("newaxis_model", tmp_path / "newaxis_model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]])
+    y = 1.0 + np.arange(3.0)
+    plain = srctrans.grad(module.f)(x, y)
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(module.f))(x, y), plain, rtol=1e-13)
+    np.testing.assert_allclose(plain, _numeric_grad(module.f, (x, y), 0), rtol=1e-6, atol=1e-8)

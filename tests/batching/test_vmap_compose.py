@@ -59,6 +59,11 @@ def loss_nested(w, X, y):
 
 def loss_keyword(w, X, y):
     return np.sum(batched(w, X, y=y))
+
+inner_only = srctrans.vmap(per_example_loss, in_axes=(None, 0, 0))
+
+def loss_inline_of_global(w, X, y):
+    return np.sum(srctrans.vmap(inner_only, in_axes=(None, 0, 0))(w, X, y))
 """
 
 
@@ -176,13 +181,18 @@ def test_jit_of_grad_through_vmap_compiles(model):
 
 
 @pytest.mark.parametrize("compiled", [False, True])
-def test_grad_through_a_nested_vmap_is_a_loop_of_loops(model, compiled):
+@pytest.mark.parametrize("name", ["loss_nested", "loss_inline_of_global"])
+def test_grad_and_jvp_through_a_nested_vmap_are_loops_of_loops(model, name, compiled):
+    f = getattr(model, name)
     w, X, y = _data(n=6)
     X2, y2 = X.reshape((2, 3) + X.shape[1:]), y.reshape((2, 3) + y.shape[1:])
-    g = srctrans.grad(model.loss_nested)
+    g = srctrans.grad(f)
     got = (srctrans.jit(g) if compiled else g)(w, X2, y2)
-    expected = _differences(model.loss_nested, (w, X2, y2), 0)
+    expected = _differences(f, (w, X2, y2), 0)
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
+    if not compiled:
+        tangent = srctrans.jvp(f, (w, X2, y2), (np.ones_like(w), np.zeros_like(X2), np.zeros_like(y2)))[1]
+        np.testing.assert_allclose(tangent, np.sum(expected), rtol=1e-6)
 
 
 def test_grad_through_a_keyword_call_of_a_vmapped_function_is_refused(model):

@@ -58,6 +58,30 @@ def written_in_place(body: list) -> set[str]:
     return found
 
 
+def view_roots(body: list) -> dict[str, str]:
+    """Each name assigned another name or a view of one (``Y = X``, ``row = X[i]``, ``W = X.T``),
+    mapped to the array at the end of that chain (``X``), over every assignment of the function."""
+    parent: dict[str, str] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            target = n.targets[0].target
+            base = n.value.value if isinstance(n.value, cst.Name) else view_base(n.value)
+            if isinstance(target, cst.Name) and base is not None and base != target.value:
+                parent.setdefault(target.value, base)
+
+    for stmt in body:
+        stmt.visit(V())
+    roots: dict[str, str] = {}
+    for name in parent:
+        root, seen = name, {name}
+        while root in parent and parent[root] not in seen:
+            root = parent[root]
+            seen.add(root)
+        roots[name] = root
+    return roots
+
+
 def view_check_bases(body: list, params) -> dict[int, str | None]:
     """For each ``name op= ...`` (by ``id``) on a name some statement assigns a possible view
     (``row = X[i]``, ``a, b = X``): the one array to compare ``name`` with before that line, at

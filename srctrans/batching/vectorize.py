@@ -29,7 +29,7 @@ import libcst as cst
 
 from ..analysis.axes import Axes, analyze
 from ..analysis.names import NameGen, scan
-from ..analysis.views import view_base, written_in_place
+from ..analysis.views import view_base, view_roots, written_in_place
 from ..cache import ORIGIN_RE
 from ..passes.fuse import assigned_once as _assigned_once
 from ..passes.fuse import children as _children
@@ -456,11 +456,16 @@ class _Selects:
 
 
 class _Rewrite:
-    def __init__(self, ops: _Ops, axes: Axes, once: frozenset = frozenset(), written: frozenset = frozenset()) -> None:
+    def __init__(
+        self, ops: _Ops, axes: Axes, once: frozenset = frozenset(), written: frozenset = frozenset(), roots=None
+    ) -> None:
+        roots = roots or {}
         self.ops = ops
         self.axes = axes
         self.once = once  # names assigned by one line of the function only
         self.written = written  # names whose array a statement changes in place
+        self.roots = roots  # names that are views of (or the same as) another array -> that array
+        self.written_roots = {roots.get(w, w) for w in written}
         self.batched = axes.batched
         self.outputs_unbatched: set[int] = set()
         self.returned: list[Info] = []  # what is known of each returned value (a callee's result, for its caller)
@@ -546,8 +551,10 @@ class _Rewrite:
         """``row = X[i]`` (or ``Y = X``) with ``X`` unbatched and ``row`` batched: ``row`` becomes a
         copy, so a write into either would no longer reach the other, as it does per example."""
         base = value.value if isinstance(value, cst.Name) else view_base(value)
-        if base is None or info.rank == 0 or not ({name, base} & self.written):
+        if base is None or info.rank == 0:
             return
+        if not ({name, base} & self.written) and self.roots.get(base, base) not in self.written_roots:
+            return  # (W = X.T; W[0] = v also changes row = X[0])
         raise Unbatchable(f"writing into {name}, which shares its array with {base} (batching makes {name} a copy)")
 
     def _broadcast(self, text: str) -> str:
@@ -704,15 +711,19 @@ def vectorize(
             raise NoBatchRule(str(err), _line_of(getattr(err, "statement", None) or cst.Pass())) from None
 
     axes = analyse(body)
+    written_roots = {view_roots(body).get(w, w) for w in written_in_place(body)}
     for p, info in params.items():
         if p in axes.batched and not info.batched:  # every example would write into the one array passed
             raise NoBatchRule(f"a batched value is written into the unbatched argument {p}", None)
+        if not info.batched and info.rank != 0 and p in written_roots:  # each example sees the writes before it
+            raise NoBatchRule(f"the unbatched argument {p} is written in place (each example sees the writes of the ones before)", None)
     for _ in range(4):  # a select can make the tests of other branches batched
         if not any(isinstance(_find(body, i), cst.If) for i in axes.conditions):
             break
         body = _Selects(axes, gen, np_name, body).block(body)
         axes = analyse(body)
-    rewrite = _Rewrite(ops, axes, _assigned_once(body), frozenset(written_in_place(body)))
+    written, roots = frozenset(written_in_place(body)), view_roots(body)
+    rewrite = _Rewrite(ops, axes, _assigned_once(body), written, roots)
     new_body = _without_dead(rewrite.block(body), rewrite.pure, rewrite.fusible)
     new_body = _inline_temporaries(new_body, rewrite.fusible)
     prologue = []

@@ -68,8 +68,8 @@ def nested_results(x, k):
 
 
 def uses_tuple_badly(x):
-    pair = moments(x)
-    return x * pair[0]
+    pair = moments(x)  # (pair[0] alone would be read as an unpacking)
+    return x * pair[0] + len(pair)
 
 
 def countdown(x, n):

@@ -61,6 +61,22 @@ def make_module(tmp_path):
         sys.modules.pop(name, None)
 
 
+def central_differences(f, args, i, eps=1e-6):
+    """The gradient of a scalar ``f(*args)`` with respect to ``args[i]`` by central differences
+    (every argument copied, so ``f`` may write into them)."""
+    import numpy as np
+
+    base = [np.array(a, dtype=float) for a in args]
+    out = np.zeros_like(base[i])
+    for k in np.ndindex(out.shape):
+        plus = [b.copy() for b in base]
+        minus = [b.copy() for b in base]
+        plus[i][k] += eps
+        minus[i][k] -= eps
+        out[k] = (f(*plus) - f(*minus)) / (2 * eps)
+    return out
+
+
 def run_python(code: str, cwd: Path, env: dict | None = None, timeout: float = 180, stdin: str | None = None):
     """Run ``code`` in a fresh interpreter with the repository importable; returns the CompletedProcess."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("SRCTRANS_")}

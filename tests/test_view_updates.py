@@ -17,7 +17,7 @@ import pytest
 import srctrans
 from srctrans.errors import UnsupportedSyntaxError, ViewUpdateError
 
-from .conftest import module_from_text
+from .conftest import central_differences, module_from_text
 
 MODEL = '''
 import numpy as np
@@ -140,18 +140,6 @@ X = np.arange(6.0).reshape(2, 3) / 7 + 0.3
 V = np.array([0.3, 0.7, -0.2])
 
 
-def _central(f, args, i, eps=1e-6):
-    base = [np.array(a, dtype=float) for a in args]
-    out = np.zeros_like(base[i])
-    for k in np.ndindex(out.shape):
-        plus = [b.copy() for b in base]
-        minus = [b.copy() for b in base]
-        plus[i][k] += eps
-        minus[i][k] -= eps
-        out[k] = (f(*plus) - f(*minus)) / (2 * eps)
-    return out
-
-
 def _transforms():
     return {
         "grad": lambda f: srctrans.grad(f, argnums=(0, 1)),
@@ -186,10 +174,10 @@ def test_a_number_or_a_copy_is_updated_as_a_new_value(m, name, args, compiled):
         g = srctrans.jit(g)
     value, (g0, g1) = g(*[np.copy(a) for a in args])
     np.testing.assert_allclose(value, f(*[np.copy(a) for a in args]), rtol=1e-12)
-    np.testing.assert_allclose(g0, _central(f, args, 0), rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(g1, _central(f, args, 1), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(g0, central_differences(f, args, 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(g1, central_differences(f, args, 1), rtol=1e-6, atol=1e-8)
     tangent = srctrans.jvp(f, tuple(np.copy(a) for a in args), (np.zeros_like(args[0]), np.ones_like(args[1])))[1]
-    np.testing.assert_allclose(tangent, np.sum(_central(f, args, 1)), rtol=1e-6)
+    np.testing.assert_allclose(tangent, np.sum(central_differences(f, args, 1)), rtol=1e-6)
 
 
 @pytest.mark.parametrize("compiled", [False, True])
@@ -245,7 +233,7 @@ def test_updates_that_no_view_reaches_are_differentiated(m, name, args):
     for fn in (g, srctrans.jit(g)):
         got = fn(*[np.copy(a) for a in args])
         for i in (0, 1):
-            np.testing.assert_allclose(got[i], _central(f, args, i), rtol=1e-6, atol=1e-8)
+            np.testing.assert_allclose(got[i], central_differences(f, args, i), rtol=1e-6, atol=1e-8)
 
 
 def test_double_buffering_keeps_its_forward_derivative(m):
@@ -253,4 +241,4 @@ def test_double_buffering_keeps_its_forward_derivative(m):
     x = np.array([0.2, 1.0, -0.5, 0.7, 0.3])
     f = m.double_buffered
     tangent = srctrans.jvp(f, (x, 3), (np.ones_like(x), 0))[1]
-    np.testing.assert_allclose(tangent, np.sum(_central(lambda x: f(x, 3), (x,), 0)), rtol=1e-6)
+    np.testing.assert_allclose(tangent, np.sum(central_differences(lambda x: f(x, 3), (x,), 0)), rtol=1e-6)

@@ -11,7 +11,7 @@ import pytest
 
 import srctrans
 
-from ..conftest import module_from_text
+from ..conftest import central_differences, module_from_text
 
 MODEL = '''
 import numpy as np
@@ -60,15 +60,6 @@ def m(tmp_path_factory):
         yield module
 
 
-def _central(f, x, eps=1e-6):
-    out = np.zeros_like(x)
-    for k in range(x.size):
-        e = np.zeros_like(x)
-        e[k] = eps
-        out[k] = (f(x + e) - f(x - e)) / (2 * eps)
-    return out
-
-
 @pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("name", NAMES)
 def test_grad_and_jvp_of_an_indexed_result(m, name, compiled):
@@ -76,7 +67,7 @@ def test_grad_and_jvp_of_an_indexed_result(m, name, compiled):
     g = srctrans.grad(f)
     if compiled:
         g = srctrans.jit(g)
-    want = _central(f, X)
+    want = central_differences(f, (X,), 0)
     np.testing.assert_allclose(g(X), want, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(srctrans.jvp(f, (X,), (np.ones(3),))[1], np.sum(want), rtol=1e-7)
 
@@ -89,7 +80,7 @@ def test_vmap_and_per_example_gradients_of_an_indexed_result(m, name):
     np.testing.assert_allclose(batched(xs), [f(x) for x in xs], rtol=1e-12)
     if name != "indexed_name":  # (vmap loops over a callee that returns in several places)
         assert batched._last()[0].gen.meta["vmap"]["method"] == "vectorize"
-    np.testing.assert_allclose(srctrans.vmap(srctrans.grad(f))(xs), [_central(f, x) for x in xs], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(srctrans.vmap(srctrans.grad(f))(xs), [central_differences(f, (x,), 0) for x in xs], rtol=1e-6, atol=1e-9)
 
 
 def test_the_adjoint_file_unpacks_the_tuple(m):

@@ -1749,7 +1749,11 @@ def refuse_hidden_write(small, active: set[str], resolve, line) -> None:
         return
     func = call.func
     what = None
-    if any(a.keyword is not None and a.keyword.value == "out" for a in call.args):
+    ufunc = resolve(func)
+    given = [a for a in call.args if a.keyword is None]
+    if any(a.keyword is not None and a.keyword.value == "out" for a in call.args) or (
+        isinstance(ufunc, np.ufunc) and len(given) > ufunc.nin
+    ):
         what = f"{code(func)}(..., out=...) writes into an array"
     elif isinstance(small, cst.Expr):
         obj = resolve(func)

@@ -14,6 +14,8 @@ Output contract (what holds after this pass, and nothing else changes):
    ``slice(lo, hi, step)``), so ``x`` itself is never written.
 5. ``elif`` stays ``elif`` and augmented assignments stay (``x += 1`` may update an
    array in place, and must keep doing so).
+6. A NumPy ufunc's ``out=`` is passed by position when every input is:
+   ``np.add(a, b, out=c)`` -> ``np.add(a, b, c)`` (Numba takes it so only).
 
 Every statement keeps its leading comments; a statement that becomes several
 gives them to the first.
@@ -47,6 +49,9 @@ class Desugar(cst.CSTTransformer):
         at = self._at_update(updated)
         if at is not None:
             return at
+        out = self._positional_out(updated)
+        if out is not None:
+            return out
         func = updated.func
         if (
             isinstance(func, cst.Attribute)
@@ -60,6 +65,25 @@ class Desugar(cst.CSTTransformer):
                 args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
             return updated.with_changes(func=new_func, args=[*args, *updated.args])
         return updated
+
+    def _positional_out(self, updated: cst.Call) -> cst.Call | None:
+        """``np.add(a, b, out=c)`` -> ``np.add(a, b, c)`` for a NumPy ufunc given all its inputs
+        (the same call; Numba takes ``out`` by position only)."""
+        import numpy as np
+
+        func = updated.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in self.module_names):
+            return None
+        ufunc = getattr(np, func.attr.value, None)
+        keywords = [a for a in updated.args if a.keyword is not None]
+        positional = [a for a in updated.args if a.keyword is None and not a.star]
+        if not isinstance(ufunc, np.ufunc) or len(keywords) != 1 or keywords[0].keyword.value != "out":
+            return None
+        if len(positional) != ufunc.nin or ufunc.nout != 1 or len(positional) + 1 != len(updated.args):
+            return None
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        args = [a.with_changes(comma=comma) for a in positional] + [cst.Arg(keywords[0].value)]
+        return updated.with_changes(args=args)
 
     def _at_update(self, updated: cst.Call) -> cst.BaseExpression | None:
         """``x.at[i].set(v)`` -> ``rt.at_set(x, i, v)`` (likewise ``add``, ``multiply``)."""

@@ -26,6 +26,12 @@ def out_keyword(x):
     return np.sum(y * y)
 
 
+def out_by_position(x):
+    y = x * 2.0
+    np.multiply(y, x, y)
+    return np.sum(y)
+
+
 def sorted_in_place(x):
     y = x * 1.0
     y.sort()
@@ -60,6 +66,7 @@ def constant_buffer(x):
 
 WRITES = {
     "out_keyword": "np.add(y, x, out=y)",
+    "out_by_position": "np.multiply(y, x, y)",
     "sorted_in_place": "y.sort()",
     "filled": "y.fill(2.0)",
     "copied_into": "np.copyto(y, x)",
@@ -94,3 +101,10 @@ def test_writes_into_constants_run_as_written(m, capsys):
     np.testing.assert_allclose(srctrans.grad(f)(X), [0.0, 2.0, 4.0])
     np.testing.assert_allclose(srctrans.jvp(f, (X,), (np.ones(3),))[1], 6.0)
     assert "k [0. 2. 4.]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["out_keyword", "out_by_position", "constant_buffer"])
+def test_jit_compiles_a_ufuncs_out(m, name):
+    """Numba takes a ufunc's out by position only: the generated file passes it so."""
+    f = getattr(m, name)
+    np.testing.assert_allclose(srctrans.jit(f)(X.copy()), f(X.copy()), rtol=1e-14)

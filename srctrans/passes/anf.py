@@ -16,7 +16,9 @@ After this pass every statement in the body is one of:
 - ``a, b = name`` (tuple unpacking of a name); ``a, b = e1, e2`` into plain names
   becomes ``a = e1`` then ``b = e2`` when no value reads a name assigned before it, else
   every value is computed into a temporary first (``p, q = q, p``); names only, swapped
-  between arrays written in place (double buffering), stay one unpacking
+  between arrays written in place (double buffering), stay one unpacking. Subscripts
+  of a name may be targets too (``z[0], z[1] = e1, e2``); ``a, z[0] = name`` unpacks
+  into names, then stores ``z[0]``
 - ``f(atoms)`` as an expression statement (``print(t1)``)
 - ``return atom`` or ``return a, b`` (a tuple of atoms), ``return``
 - ``if name:`` with an ``else:`` block or none; ``elif`` becomes a nested ``if``
@@ -261,11 +263,12 @@ class ANF:
                 value = self.atom(small.value, out)
                 out.append(_line(small.with_changes(targets=[cst.AssignTarget(self._store_target(target, out))], value=value)))
             elif _parallel_assignment(target, small.value) and not self._swapped_buffers(target, small.value):
-                names = [el.value.value for el in target.elements]
+                targets = [el.value for el in target.elements]  # names, or z[i] of a name z
+                names = [_stored(t) for t in targets]
                 given = [el.value for el in small.value.elements]
                 if not any(_reads(v, n) for k, v in enumerate(given) for n in names[:k]):
-                    for name, value in zip(names, given):  # no value reads a name assigned before it
-                        self.small(cst.Assign([cst.AssignTarget(cst.Name(name))], value), out)
+                    for stored, value in zip(targets, given):  # no value reads a name assigned before it
+                        self.small(cst.Assign([cst.AssignTarget(stored)], value), out)
                     return
                 values = []
                 for el in small.value.elements:  # p, q = q * 0.5, np.sin(p): every right-hand side first
@@ -274,12 +277,25 @@ class ANF:
                         held = self.fresh(value.value)
                         out.append(_assign(held, value))
                         value = cst.Name(held)
+                    elif not isinstance(value, cst.Name) or value.value not in self.temps:  # z[0], z[1] = z[1], z[0]
+                        held = self.fresh()
+                        out.append(_assign(held, value))
+                        value = cst.Name(held)
                     values.append(value)
-                for name, value in zip(names, values):
-                    out.append(_assign(name, value))
+                for stored, value in zip(targets, values):
+                    self.small(cst.Assign([cst.AssignTarget(stored)], value), out)
             else:  # tuple unpacking: a, b = name
                 value = self.atom(small.value, out)
-                out.append(_line(small.with_changes(value=value)))
+                stores = _unpacked_stores(target)
+                if not stores:
+                    out.append(_line(small.with_changes(value=value)))
+                    return
+                held = [self.fresh() if not isinstance(t, cst.Name) else t.value for t in stores]
+                unpack = cst.Tuple([cst.Element(cst.Name(n)) for n in held])
+                out.append(_line(cst.Assign([cst.AssignTarget(unpack)], value)))
+                for stored, name in zip(stores, held):  # z[0], z[1] = t: into names, then each stored
+                    if not isinstance(stored, cst.Name):
+                        self.small(cst.Assign([cst.AssignTarget(stored)], cst.Name(name)), out)
         elif isinstance(small, cst.AugAssign):
             target = small.target
             if isinstance(target, cst.Subscript):
@@ -315,7 +331,7 @@ class ANF:
         """``cur, nxt = nxt, cur`` where an array of them is written in place: kept as one unpacking
         (copies through temporaries would make the arrays look shared to later passes)."""
         return all(isinstance(el.value, cst.Name) for el in value.elements) and bool(
-            {el.value.value for el in target.elements} & self.written
+            {_stored(el.value) for el in target.elements} & self.written
         )
 
     def _store_target(self, target: cst.Subscript, out: list) -> cst.Subscript:
@@ -387,13 +403,35 @@ def anf(node: cst.FunctionDef, taken: frozenset[str] = frozenset()) -> cst.Funct
     return node.with_changes(body=node.body.with_changes(body=body))
 
 
+def _unpacked_stores(target: cst.BaseExpression) -> list | None:
+    """The targets of ``a, z[0] = t`` when one of them is a subscript or an attribute (each then
+    gets a name of its own first); None for names only, or a form this does not lower."""
+    if not isinstance(target, (cst.Tuple, cst.List)) or not all(isinstance(el, cst.Element) for el in target.elements):
+        return None
+    stores = [el.value for el in target.elements]
+    if all(isinstance(t, cst.Name) for t in stores) or not all(
+        isinstance(t, (cst.Name, cst.Subscript, cst.Attribute)) for t in stores
+    ):
+        return None
+    return stores
+
+
+def _stored(target: cst.BaseExpression) -> str:
+    """The name a target of a parallel assignment stores into: ``a``, or ``z`` of ``z[i]``."""
+    return target.value if isinstance(target, cst.Name) else target.value.value
+
+
 def _parallel_assignment(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
-    """``a, b = e1, e2``: distinct plain names, as many as the values, none starred."""
+    """``a, b = e1, e2`` (or ``z[0], z[1] = e1, e2``): distinct plain names or subscripts of a
+    name, as many as the values, none starred."""
     if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))):
         return False
-    names = [el.value.value for el in target.elements if isinstance(el.value, cst.Name) and isinstance(el, cst.Element)]
-    return (
-        len(names) == len(target.elements) == len(value.elements)
-        and len(set(names)) == len(names)
-        and all(isinstance(el, cst.Element) for el in value.elements)
-    )
+    if not all(isinstance(el, cst.Element) for el in [*target.elements, *value.elements]):
+        return False
+    targets = [el.value for el in target.elements]
+    if not all(
+        isinstance(t, cst.Name) or (isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name)) for t in targets
+    ):
+        return False
+    names = [t.value for t in targets if isinstance(t, cst.Name)]
+    return len(targets) == len(value.elements) and len(set(names)) == len(names)

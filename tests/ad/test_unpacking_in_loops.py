@@ -1,5 +1,8 @@
 """``p, q = pair(x)`` inside a loop: the targets of an unpacking are assigned, not read.
 
+Also elements as targets: ``z[0], z[1] = e1, e2`` and ``a, z[1] = pair(x)`` gave zero
+derivatives (the write was not seen); they are lowered to one store per element.
+
 grad refused it before with "'p' is read in a loop iteration before the loop assigns it".
 """
 
@@ -36,6 +39,24 @@ def carried_pair(x):
     return np.sum(p * q)
 
 
+def into_elements(x):
+    z = np.zeros(3)
+    z[0], z[1] = np.sin(x[0]), x[1] * x[2]
+    return np.sum(z * z)
+
+
+def elements_swapped(x):
+    z = x * 1.0
+    z[0], z[1] = z[1], z[0] * 2.0
+    return np.sum(z * np.arange(1.0, 4.0))
+
+
+def unpacked_into_elements(x):
+    z = np.zeros(2)
+    a, z[1] = pair(x[0] * x[1])
+    return np.sum(z) * a
+
+
 def swapped(x):
     a = x
     b = x * x
@@ -55,7 +76,9 @@ X = np.array([0.3, 0.7, -0.2])
 
 
 @pytest.mark.parametrize("compiled", [False, True])
-@pytest.mark.parametrize("name", ["unpacked_each_trip", "carried_pair", "swapped"])
+@pytest.mark.parametrize(
+    "name", ["unpacked_each_trip", "carried_pair", "swapped", "into_elements", "elements_swapped", "unpacked_into_elements"]
+)
 def test_unpacking_in_a_loop_is_differentiated(m, name, compiled):
     f = getattr(m, name)
     g = srctrans.grad(f)

@@ -73,7 +73,8 @@ def central_differences(f, args, i, eps=1e-6):
         minus = [b.copy() for b in base]
         plus[i][k] += eps
         minus[i][k] -= eps
-        out[k] = (f(*plus) - f(*minus)) / (2 * eps)
+        numbers = [[a if a.ndim else float(a) for a in side] for side in (plus, minus)]  # scalars stay floats
+        out[k] = (f(*numbers[0]) - f(*numbers[1])) / (2 * eps)
     return out
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import srctrans
 
-from .conftest import module_from_text
+from .conftest import central_differences, module_from_text
 
 MODEL = '''
 import numpy as np
@@ -73,18 +73,6 @@ def m(tmp_path_factory):
 X = np.array([0.5, 1.2, -0.3, 0.8])
 
 
-def _central(f, args, i, eps=1e-6):
-    base = [np.array(a, dtype=float) for a in args]
-    out = np.zeros_like(base[i])
-    for k in np.ndindex(out.shape):
-        plus = [b.copy() for b in base]
-        minus = [b.copy() for b in base]
-        plus[i][k] += eps
-        minus[i][k] -= eps
-        out[k] = (f(*[p if p.ndim else float(p) for p in plus]) - f(*[q if q.ndim else float(q) for q in minus])) / (2 * eps)
-    return out
-
-
 @pytest.mark.parametrize("compiled", [False, True])
 def test_writes_into_an_argument_leave_the_callers_array_alone(m, compiled):
     x = X.copy()
@@ -93,14 +81,14 @@ def test_writes_into_an_argument_leave_the_callers_array_alone(m, compiled):
         g = srctrans.jit(g)
     gx, gw = g(x, 0.7)
     np.testing.assert_array_equal(x, X)  # the caller's array never changes
-    np.testing.assert_allclose(gx, _central(m.scale_first, (X, 0.7), 0), rtol=1e-6)
-    np.testing.assert_allclose(gw, _central(m.scale_first, (X, 0.7), 1), rtol=1e-6)
+    np.testing.assert_allclose(gx, central_differences(m.scale_first, (X, 0.7), 0), rtol=1e-6)
+    np.testing.assert_allclose(gw, central_differences(m.scale_first, (X, 0.7), 1), rtol=1e-6)
 
 
 def test_a_callee_that_writes_into_its_argument(m):
     gx, gw = srctrans.grad(m.through_callee, argnums=(0, 1))(X, 0.7)
-    np.testing.assert_allclose(gx, _central(m.through_callee, (X, 0.7), 0), rtol=1e-6)
-    np.testing.assert_allclose(gw, _central(m.through_callee, (X, 0.7), 1), rtol=1e-6)
+    np.testing.assert_allclose(gx, central_differences(m.through_callee, (X, 0.7), 0), rtol=1e-6)
+    np.testing.assert_allclose(gw, central_differences(m.through_callee, (X, 0.7), 1), rtol=1e-6)
     srctrans.check_grads(m.through_callee, (X, 0.7), order=1)
 
 
@@ -113,8 +101,8 @@ def test_at_set_add_multiply_like_jax(m, compiled):
         g = srctrans.jit(g)
     out, (gx, gw) = g(X, 0.7)
     assert out == pytest.approx(m.functional_reference(X, 0.7))
-    np.testing.assert_allclose(gx, _central(m.functional_reference, (X, 0.7), 0), rtol=1e-6)
-    np.testing.assert_allclose(gw, _central(m.functional_reference, (X, 0.7), 1), rtol=1e-6)
+    np.testing.assert_allclose(gx, central_differences(m.functional_reference, (X, 0.7), 0), rtol=1e-6)
+    np.testing.assert_allclose(gw, central_differences(m.functional_reference, (X, 0.7), 1), rtol=1e-6)
     assert "rt.at_set(x, 1, t2)" in srctrans.source(srctrans.grad(m.functional))
 
 

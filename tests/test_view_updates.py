@@ -119,6 +119,71 @@ def counts_in_its_argument(X, v):
     return np.sum(X) * v
 
 
+def pick(Z, i):
+    return Z[i]
+
+
+def same(Z):
+    return Z
+
+
+def pick_through(Z, i):
+    return pick(Z, i)
+
+
+def one_of(A, B, first):
+    if first:
+        return A.T
+    return B
+
+
+def fresh_row(Z, i):
+    return Z[i] * 1.0
+
+
+def row_from_a_helper(X, v):
+    Z = X * 1.0
+    row = pick(Z, 0)
+    row *= v
+    return np.sum(Z * X)
+
+
+def array_from_a_helper(X, v):
+    Z = X * 1.0
+    W = same(Z)
+    W += v
+    return np.sum(Z * X)
+
+
+def row_from_a_wrapper(X, v):
+    Z = X * 1.0
+    row = pick_through(Z=Z, i=1)
+    row -= v
+    return np.sum(Z * X)
+
+
+def view_of_either(X, v):
+    Z = X * 1.0
+    T = one_of(X, Z, False)
+    T *= v
+    return np.sum(Z * X)
+
+
+def write_through_a_helper(X, v):
+    Z = X * 1.0
+    row = pick(Z, 0)
+    row[1] = v[0]
+    return np.sum(Z * X)
+
+
+def fresh_from_a_helper(X, v):
+    Z = X * 1.0
+    row = fresh_row(Z, 0)
+    row *= v
+    row[0] = v[1]
+    return np.sum(Z * X) + np.sum(row)
+
+
 def double_buffered(x, n):
     cur = x * 1.0
     nxt = np.zeros_like(x)
@@ -242,3 +307,57 @@ def test_double_buffering_keeps_its_forward_derivative(m):
     f = m.double_buffered
     tangent = srctrans.jvp(f, (x, 3), (np.ones_like(x), 0))[1]
     np.testing.assert_allclose(tangent, np.sum(central_differences(lambda x: f(x, 3), (x,), 0)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("transform", sorted(_transforms()))
+@pytest.mark.parametrize("name, line, text", [
+    ("row_from_a_helper", 126, "row *= v"),
+    ("array_from_a_helper", 133, "W += v"),
+    ("row_from_a_wrapper", 140, "row -= v"),
+    ("view_of_either", 147, "T *= v"),
+])
+def test_a_view_returned_by_a_function_of_yours_is_checked(m, name, line, text, transform, compiled):
+    """``row = pick(Z, 0)`` where ``pick`` returns ``Z[i]`` (or ``Z``, or a view through another
+    function of the user's): the update is checked like ``row = Z[0]`` (it gave wrong values)."""
+    fn = _transforms()[transform](getattr(m, name))
+    if compiled:
+        fn = srctrans.jit(fn)
+    with pytest.raises(ViewUpdateError, match="is a view of Z") as info:
+        fn(X.copy(), V)
+    assert (info.value.line, info.value.source_line.strip()) == (line, text)
+
+
+@pytest.mark.parametrize("jvp", [False, True])
+def test_a_write_into_a_view_returned_by_a_function_of_yours_is_refused(m, jvp):
+    f = m.write_through_a_helper
+    with pytest.raises(UnsupportedSyntaxError, match="writing into row, which may be a view of Z") as info:
+        if jvp:
+            srctrans.jvp(f, (X.copy(), V), (np.ones_like(X), np.ones_like(V)))
+        else:
+            srctrans.grad(f, argnums=(0, 1))(X.copy(), V)
+    assert info.value.line == 154
+
+
+def test_a_new_array_from_a_function_of_yours_is_differentiated(m):
+    """``fresh_row`` returns a new array: no check, no refusal, and the right derivatives."""
+    f = m.fresh_from_a_helper
+    g = srctrans.grad(f, argnums=(0, 1))
+    for fn in (g, srctrans.jit(g)):
+        got = fn(X.copy(), V)
+        for i in (0, 1):
+            np.testing.assert_allclose(got[i], central_differences(f, (X, V), i), rtol=1e-6, atol=1e-8)
+    assert "refuse_view_update" not in srctrans.source(g)
+    tangent = srctrans.jvp(f, (X.copy(), V), (np.zeros_like(X), np.ones_like(V)))[1]
+    np.testing.assert_allclose(tangent, np.sum(central_differences(f, (X, V), 1)), rtol=1e-6)
+
+
+def test_which_parameters_a_function_may_return_a_view_of(m):
+    from srctrans.analysis.views import returned_views
+
+    assert returned_views(m.pick) == {0}
+    assert returned_views(m.same) == {0}
+    assert returned_views(m.pick_through) == {0}
+    assert returned_views(m.one_of) == {0, 1}
+    assert returned_views(m.fresh_row) == set()
+    assert returned_views(m.row_update) == set()

@@ -50,10 +50,12 @@ from .reverse import (
     is_vmapped,
     refuse_complex,
     refuse_hidden_write,
+    refuse_shared_write,
     refuse_view_update,
     shape_kind,
     slice_views,
     transformation_refusal,
+    user_call_views,
     view_update_check,
     vmap_made_here,
     vmapped_params,
@@ -109,10 +111,11 @@ class Forward:
             self.body = lowered
             self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff, self._shape_only)
         self.analyzing = False
-        self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
+        made_by_calls = user_call_views(self.body, self.resolve)
+        self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params, made_by_calls)
         self.complex_names = complex_names(self.body, self.resolve)
         self.slice_views = slice_views(self.body)
-        self.view_checks = view_check_bases(self.body, self.params)
+        self.view_checks = view_check_bases(self.body, self.params, made_by_calls)
         self.dot_names: dict[str, str] = {}
         self.lines: list[str] = []
         self.shapes: dict[int, dict[str, str | None]] = {}  # see analysis.shapes.same_shapes
@@ -384,8 +387,7 @@ class Forward:
         if isinstance(small, cst.AugAssign):
             if isinstance(small.target, cst.Name):  # a new value, never an update in place
                 refuse_view_update(small, self.slice_views, self.aliased, self.line)
-                check = view_update_check(small, self.view_checks, self.slice_views, self.file, self.line)
-                if check is not None:
+                for check in view_update_check(small, self.view_checks, self.slice_views, self.file, self.line):
                     self.emit(check, depth)
                 small = cst.Assign(
                     [cst.AssignTarget(small.target)],
@@ -408,13 +410,8 @@ class Forward:
         if isinstance(target, cst.Subscript):
             self.emit(primal, depth)
             base = target.value.value if isinstance(target.value, cst.Name) else None
-            if base in self.act.active and (base in self.views or base in self.aliased):
-                of = f"a view of {self.views[base]}" if base in self.views else "which another name also refers to"
-                raise NotDifferentiable(  # the write changes another name's value too, unseen
-                    f"writing into {base}, {of}",
-                    self.line,
-                    f"make {base} an array of its own first, e.g. {base} = np.copy(...)",
-                )
+            if base in self.act.active:
+                refuse_shared_write(base, self.views, self.aliased, self.line)
             if base is not None and self.needed(base):
                 value = small.value
                 refuse_complex(value, self.line, self.complex_names, self.resolve)

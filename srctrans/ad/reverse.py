@@ -33,7 +33,7 @@ import numpy as np
 from ..analysis.activity import Activity, Block, analyze, common_block, names_in, targets_of
 from ..analysis.names import NameGen, scan
 from ..analysis.shapes import operation_kind, same_shapes
-from ..analysis.views import MAYBE_VIEW_CALLS, view_check_bases
+from ..analysis.views import MAYBE_VIEW_CALLS, call_views, view_check_bases
 from ..analysis.views import view_base as _view_base
 from ..cache import ORIGIN_RE
 from ..rules import object_named
@@ -180,10 +180,11 @@ class Reverse:
         self.restarts: dict[int, tuple[str, bool]] = {}  # statement id -> (name restarted, older value saved?)
         self.plan_preceding: list = []
         self.plan_stack: list[list] = []  # statements before the compound statement being planned, per level
-        self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params)
+        made_by_calls = user_call_views(self.body, self.resolve)
+        self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params, made_by_calls)
         self.complex_names = complex_names(self.body, self.resolve)
         self.slice_views = slice_views(self.body)
-        self.view_checks = view_check_bases(self.body, self.params)
+        self.view_checks = view_check_bases(self.body, self.params, made_by_calls)
         self.mutated |= self._passed_to_writers()
         self.written_params = [p for p in self.params if p in self.mutated and p in self.act.active]
         self.invariant = self._loop_invariants()
@@ -612,12 +613,8 @@ class Reverse:
             base = target.value.value if isinstance(target.value, cst.Name) else None
             if base in self.useful:
                 refuse_complex(small.value, self.line, self.complex_names, self.resolve)
-            if base in self.act.active and (base in self.aliased or base in self.views):
-                raise NotDifferentiable(  # the write would change another name's value unseen
-                    f"writing into {base}, which another name also refers to",
-                    self.line,
-                    f"make {base} an array of its own first, e.g. {base} = np.copy(...)",
-                )
+            if base in self.act.active:
+                refuse_shared_write(base, self.views, self.aliased, self.line)
             if base in self.useful:
                 self._plan_setitem(small, target, base, block, sid)
             if base is not None:
@@ -783,8 +780,7 @@ class Reverse:
                     sid = id(small)
                     self._saves(sid, depth, after=False)
                     if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
-                        check = view_update_check(small, self.view_checks, self.slice_views, self.file, self.line)
-                        if check is not None:
+                        for check in view_update_check(small, self.view_checks, self.slice_views, self.file, self.line):
                             self.emit(check, depth)
                         small = _aug_to_assign(small)  # a new value, never an update in place
                     op = self.ops.get(sid)
@@ -1840,26 +1836,39 @@ def refuse_complex(value: cst.BaseExpression, line, names: frozenset = frozenset
         )
 
 
-def view_update_check(small: cst.AugAssign, bases: dict[int, str | None], certain: set[str], file: str | None, line) -> str | None:
-    """The run-time check to emit before ``name op= ...`` (which a transformation computes as a
+def view_update_check(small: cst.AugAssign, bases: dict[int, tuple[str, ...] | None], certain: set[str], file: str | None, line) -> list[str]:
+    """The run-time checks to emit before ``name op= ...`` (which a transformation computes as a
     new value) when ``name`` may be a view of another array (``row = X[i]``: a view when ``X``
-    has two axes, a number when it has one); None when no check is needed. ``bases``: from
-    :func:`~srctrans.analysis.views.view_check_bases`; where no one array can be named, refused.
+    has two axes, a number when it has one; ``row = pick(X, i)``, where ``pick`` may return a
+    view of ``X``); none when no check is needed. ``bases``: from
+    :func:`~srctrans.analysis.views.view_check_bases`; where no array can be named, refused.
     Certain views were refused by :func:`refuse_view_update` already."""
     name = small.target.value
     if id(small) not in bases or name in certain:
-        return None
-    base = bases[id(small)]
+        return []
     op = code(small.operator).strip()
-    if base is None or file is None or line is None:
+    if bases[id(small)] is None or file is None or line is None:
         raise NotDifferentiable(
             f"{name} {op} ... may update an array another name refers to ({name} may be a view), "
             "which this transformation cannot check here",
             line,
             f"make a new value: {name} = {name} {op[:-1]} ...",
         )
-    label = "" if re.fullmatch(r"t\d+", base) else base  # (a temporary of A-normal form has no name of yours)
-    return f'rt.refuse_view_update({name}, {base}, "{name}", "{op}", "{label}", "{file}", {line})'
+    checks = []
+    for base in bases[id(small)]:
+        label = "" if re.fullmatch(r"t\d+", base) else base  # (a temporary of A-normal form has no name of yours)
+        checks.append(f'rt.refuse_view_update({name}, {base}, "{name}", "{op}", "{label}", "{file}", {line})')
+    return checks
+
+
+def refuse_shared_write(base: str, views: dict[str, str], aliased: set[str], line) -> None:
+    """``base[i] = v`` where ``base`` may share its array with another name: refused (the write
+    would change that name's value too, which the derivative would not see)."""
+    if base in views or base in aliased:
+        of = f"which may be a view of {views[base]}" if base in views else "which another name also refers to"
+        raise NotDifferentiable(
+            f"writing into {base}, {of}", line, f"make {base} an array of its own first, e.g. {base} = np.copy(...)"
+        )
 
 
 def refuse_view_update(small: cst.AugAssign, views: set[str], aliased: set[str], line) -> None:
@@ -1917,6 +1926,18 @@ def _pure_call(call: cst.Call, resolve) -> bool:
 _WRITTEN: dict[types.CodeType, frozenset[int]] = {}  # keyed by the code object itself: ids get reused
 
 
+def user_call_views(body: list, resolve) -> dict[str, tuple[str, ...]]:
+    """Names assigned what a call of a user function may return of its arguments (``row =
+    pick(Z, 0)``, where ``pick`` returns ``Z[i]``) -> those arguments: such a name may be a view."""
+    from ..analysis.resolve import is_user_function
+
+    def callee(call: cst.Call):
+        obj = resolve(call.func)
+        return obj if obj is not _LOCAL and obj is not None and is_user_function(obj) else None
+
+    return call_views(body, callee)
+
+
 def _written_params(fn) -> frozenset[int]:
     """Positions of the parameters user function ``fn`` writes into (``x[i] = ...``), directly."""
     key = fn.__code__
@@ -1935,9 +1956,13 @@ def _written_params(fn) -> frozenset[int]:
     return _WRITTEN[key]
 
 
-def _mutation_facts(body: list, params: tuple[str, ...]) -> tuple[set[str], set[str], dict[str, str]]:
+def _mutation_facts(
+    body: list, params: tuple[str, ...], made_by_calls: dict[str, tuple[str, ...]] | None = None
+) -> tuple[set[str], set[str], dict[str, str]]:
     """(arrays written in place through an index, names that share a value with another name,
-    names that may be views of another array -> that array).
+    names that may be views of another array -> that array). ``made_by_calls``: names a user
+    function's call may return (a view of) an argument into -> those arguments (see
+    :func:`~srctrans.analysis.views.call_views`).
 
     A view of an array written in place changes with it: it counts as written too. ``z = y``
     among the top-level statements shares a value harmlessly when neither name (nor a view
@@ -1995,11 +2020,17 @@ def _mutation_facts(body: list, params: tuple[str, ...]) -> tuple[set[str], set[
         later = set().union(*written[at + 1:]) if at is not None else None
         if later is None or any(reaches(w, pair) for w in later):
             copies.update(pair)
+    for name, bases in (made_by_calls or {}).items():
+        views.setdefault(name, bases[0])
     changed = True
     while changed:
         changed = False
         for view, base in views.items():
             if base in mutated and view not in mutated:
+                mutated.add(view)
+                changed = True
+        for view, bases in (made_by_calls or {}).items():
+            if view not in mutated and mutated.intersection(bases):
                 mutated.add(view)
                 changed = True
         for group in exchanged:  # cur, nxt = nxt, cur: each may hold the array written in place

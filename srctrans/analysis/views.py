@@ -82,12 +82,14 @@ def view_roots(body: list) -> dict[str, str]:
     return roots
 
 
-def view_check_bases(body: list, params) -> dict[int, str | None]:
+def view_check_bases(body: list, params, made_by_calls: dict[str, tuple[str, ...]] | None = None) -> dict[int, tuple[str, ...] | None]:
     """For each ``name op= ...`` (by ``id``) on a name some statement assigns a possible view
-    (``row = X[i]``, ``a, b = X``): the one array to compare ``name`` with before that line, at
-    run time; None where no one array can be named safely there (views of several arrays, an
+    (``row = X[i]``, ``a, b = X``, ``row = pick(X, i)`` with ``made_by_calls`` from
+    :func:`call_views`): the arrays to compare ``name`` with before that line, at run time;
+    None where they cannot be named safely there (views of several arrays by indexing, an
     array assigned more than once, or one assigned later than that line)."""
     view_of: dict[str, list[tuple[str, int]]] = {}  # name -> (base, index of the top-level statement)
+    called: dict[str, list[tuple[str, int]]] = {}  # the same, for what a user function's call may return
     assigned: dict[str, int] = {}
     top: dict[str, int] = {}  # name -> index of a top-level statement assigning it
     sites: list[tuple[int, str, int]] = []
@@ -120,6 +122,9 @@ def view_check_bases(body: list, params) -> dict[int, str | None]:
             if base is not None:
                 for name in names:
                     view_of.setdefault(name, []).append((base, self.k))
+            for name in _target_names(target) if isinstance(n.value, cst.Call) else ():
+                for base in (made_by_calls or {}).get(name, ()):
+                    called.setdefault(name, []).append((base, self.k))
 
         def visit_AugAssign(self, n: cst.AugAssign) -> None:
             if isinstance(n.target, cst.Name):
@@ -131,16 +136,159 @@ def view_check_bases(body: list, params) -> dict[int, str | None]:
 
     for k, stmt in enumerate(body):
         stmt.visit(V(k, isinstance(stmt, cst.SimpleStatementLine)))
-    found: dict[int, str | None] = {}
+
+    def nameable(base: str, k: int) -> bool:
+        return (base in params and base not in assigned) or (assigned.get(base) == 1 and top.get(base, k) < k)
+
+    found: dict[int, tuple[str, ...] | None] = {}
     for sid, name, k in sites:
         bases = {b for b, j in view_of.get(name, ()) if j <= k}  # (a later top-level statement cannot reach it)
-        if not bases:
+        returned = {b for b, j in called.get(name, ()) if j <= k and b != name}
+        if not bases and not returned:
             continue
-        base = next(iter(bases)) if len(bases) == 1 else None
-        if base is not None and not (
-            (base in params and base not in assigned)
-            or (assigned.get(base) == 1 and top.get(base, k) < k)
-        ):
-            base = None
-        found[sid] = base
+        every = sorted(bases | returned)
+        if len(bases) > 1 or not all(nameable(b, k) for b in every):
+            found[sid] = None
+        else:
+            found[sid] = tuple(every)
     return found
+
+
+# --- views made by the user's own functions --------------------------------------------
+
+_RETURNED: dict = {}  # code object -> positions of the parameters the function may return a view of
+
+
+def _call_args(call: cst.Call, params: list[str]) -> dict[int, str]:
+    """Position of each parameter given a plain name in ``call`` -> that name."""
+    given: dict[int, str] = {}
+    for k, arg in enumerate(call.args):
+        if not isinstance(arg.value, cst.Name) or arg.star:
+            continue
+        if arg.keyword is None:
+            given[k] = arg.value.value
+        elif arg.keyword.value in params:
+            given[params.index(arg.keyword.value)] = arg.value.value
+    return given
+
+
+def _params_of(fn) -> list[str]:
+    import inspect
+
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def returned_views(fn) -> frozenset[int]:
+    """Positions of the parameters that user function ``fn`` may return, or return a view of
+    (``return Z[i]``, ``return Z.T``, ``return Z``, either one of a returned tuple), directly or
+    through the user functions it calls. The caller's name for the result then shares memory
+    with its argument: ``row = pick(Z, 0); row *= 2.0`` changes ``Z``."""
+    fn = getattr(fn, "__srctrans_function__", fn)
+    key = getattr(fn, "__code__", None)
+    if key is None:
+        return frozenset()
+    if key not in _RETURNED:
+        _RETURNED[key] = frozenset()  # (a recursive call sees no views while this one is worked out)
+        _RETURNED[key] = _returned_views(fn)
+    return _RETURNED[key]
+
+
+def _returned_views(fn) -> frozenset[int]:
+    from ..capture import capture
+    from ..parse import parse_function
+    from .resolve import is_user_function, lookup
+
+    try:
+        node = parse_function(capture(fn)).node
+    except Exception:  # its own transformation reports any problem with its source
+        return frozenset()
+    params = [p.name.value for p in node.params.params]
+    cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ()), strict=False))
+
+    def callee(call: cst.Call):
+        if not isinstance(call.func, cst.Name):
+            return None
+        found = lookup(fn, call.func.value, cells)
+        return found[1] if found is not None and is_user_function(found[1]) else None
+
+    body = list(node.body.body)
+    may_view = call_views(body, callee)
+    reach: dict[str, set[str]] = {p: {p} for p in params}  # name -> parameters it may share memory with
+    for name, bases in may_view.items():
+        reach.setdefault(name, set()).update(bases)
+    for name, root in view_roots(body).items():
+        reach.setdefault(name, set()).add(root)
+    changed = True
+    while changed:  # close over chains (a = Z[0]; b = a.T)
+        changed = False
+        for bases in reach.values():
+            more = set().union(*(reach.get(b, set()) for b in bases)) - bases
+            if more:
+                bases |= more
+                changed = True
+    found: set[str] = set()
+
+    class Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is node
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, n: cst.Return) -> None:
+            if isinstance(n.value, (cst.Tuple, cst.List)):
+                values = [el.value for el in n.value.elements]
+            else:
+                values = [n.value] if n.value is not None else []
+            for v in values:
+                if isinstance(v, cst.Name):
+                    found.update(reach.get(v.value, ()))
+                elif view_base(v) is not None:
+                    found.update(reach.get(view_base(v), ()))
+                elif isinstance(v, cst.Call):
+                    for b in call_views([cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name("r"))], v)])], callee).get("r", ()):
+                        found.update(reach.get(b, ()))
+
+    node.visit(Returns())
+    return frozenset(k for k, p in enumerate(params) if p in found)
+
+
+def call_views(body: list, resolve) -> dict[str, tuple[str, ...]]:
+    """Names assigned the result of a call of a user function that may return one of its
+    arguments or a view of one (``row = pick(Z, 0)`` where ``pick`` returns ``Z[i]``), mapped to
+    the names of those arguments. ``resolve(call)`` gives the user function called, else None."""
+    found: dict[str, tuple[str, ...]] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            if not isinstance(n.value, cst.Call):
+                return
+            fn = resolve(n.value)
+            if fn is None:
+                return
+            viewed = returned_views(fn)
+            if not viewed:
+                return
+            given = _call_args(n.value, _params_of(getattr(fn, "__srctrans_function__", fn)))
+            bases = tuple(given[k] for k in sorted(viewed) if k in given)
+            for t in n.targets:
+                for name in _target_names(t.target):
+                    if bases:
+                        found[name] = tuple(dict.fromkeys(found.get(name, ()) + bases))
+
+    for stmt in body:
+        stmt.visit(V())
+    return found
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _target_names(el.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []

@@ -310,3 +310,50 @@ def test_new_axes_in_an_index_compile(tmp_path, index):
     plain = srctrans.grad(module.f)(x, y)
     np.testing.assert_allclose(srctrans.jit(srctrans.grad(module.f))(x, y), plain, rtol=1e-13)
     np.testing.assert_allclose(plain, _numeric_grad(module.f, (x, y), 0), rtol=1e-6, atol=1e-8)
+
+
+# --- the rule table's accumulate templates: each one checked in a loop, and a wrong one caught --
+
+def rows_read(x, s):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total = total + np.sum(x[i] * s)
+    return total
+
+
+ACCUMULATING = {  # rule key -> a loop that reads a value it never changes through that rule
+    "numpy.matmul": (matvec_rnn, (0.4 * RNG.standard_normal((3, 3)), XS, H)),
+    "numpy.dot": (matmat_loop, (0.4 * RNG.standard_normal((3, 3)), RNG.standard_normal((3, 2)), 0.7)),
+    "getitem": (rows_read, (RNG.standard_normal((4, 3)), RNG.standard_normal(3))),
+}
+
+
+def test_every_accumulate_template_has_a_loop_case():
+    from srctrans.rules.derivatives import DERIVATIVES
+
+    assert {key for key, rule in DERIVATIVES.items() if rule.accumulate} == set(ACCUMULATING)
+
+
+@pytest.mark.parametrize("key", sorted(ACCUMULATING))
+def test_accumulate_templates_match_central_differences(key):
+    from srctrans.rules.derivatives import DERIVATIVES
+
+    fn, args = ACCUMULATING[key]
+    g = srctrans.grad(fn, argnums=0)
+    template = DERIVATIVES[key].accumulate["x"].split(" = ")[-1].split("(")[0]
+    assert template in srctrans.source(g)  # the loop really took the template
+    for got in (g(*args), srctrans.jit(g)(*args)):
+        np.testing.assert_allclose(got, _numeric_grad(fn, args, 0), rtol=1e-6, atol=1e-8)
+
+
+def test_a_planted_wrong_accumulate_template_is_caught(monkeypatch):
+    import dataclasses
+
+    from srctrans.rules import derivatives
+
+    rule = derivatives.DERIVATIVES["getitem"]
+    wrong = dataclasses.replace(rule, accumulate={"x": "rt.getitem_grad_add({sink}, 2.0 * {g}, {index})"})
+    monkeypatch.setitem(derivatives.DERIVATIVES, "getitem", wrong)
+    fn, args = ACCUMULATING["getitem"]
+    got = srctrans.grad(fn, argnums=0)(*args)
+    assert not np.allclose(got, _numeric_grad(fn, args, 0), rtol=1e-6, atol=1e-8)

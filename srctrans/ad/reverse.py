@@ -38,6 +38,7 @@ from ..analysis.views import view_base as _view_base
 from ..cache import ORIGIN_RE
 from ..rules import object_named
 from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Param, Rule
+from ..rules.memory import COMPLEX_DTYPES, REAL_PARTS, WRITES_FIRST_ARGUMENT, last_names
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
 from .preaccumulate import preaccumulate
 
@@ -1252,12 +1253,8 @@ class Reverse:
             else:
                 contribution = partial
             sink = self.sinks.get(expr.value) if isinstance(expr, cst.Name) else None
-            if sink is not None and op.key == "getitem" and param == "x":  # rows, added in place
-                self.emit(f"rt.getitem_grad_add({sink}, {g}, {fill['index']})", depth)
-                self.sunk.add(expr.value)
-                continue
-            if sink is not None and op.key in ("numpy.matmul", "numpy.dot") and param == "x":  # W @ h: no temporaries
-                self.emit(f"{sink} = rt.dot_grad_x_add({sink}, {g}, {fill['x']}, {fill['y']})", depth)
+            if sink is not None and param in op.rule.accumulate:  # added into the loop's own array, in place
+                self.emit(_format(op.rule.accumulate[param], {**fill, "sink": sink}), depth)
                 self.sunk.add(expr.value)
                 continue
             self._flow(expr, contribution, depth, block)
@@ -1733,7 +1730,7 @@ def slice_views(body: list) -> set[str]:
     return found
 
 
-_WRITING_FUNCTIONS = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis", "shuffle"})
+_WRITING_FUNCTIONS = last_names(WRITES_FIRST_ARGUMENT)
 
 
 def refuse_hidden_write(small, active: set[str], resolve, line) -> None:
@@ -1768,7 +1765,8 @@ def refuse_hidden_write(small, active: set[str], resolve, line) -> None:
         )
 
 
-_COMPLEX_NAMES = frozenset({"complex", "complex64", "complex128", "complex256", "complex_", "csingle", "cdouble", "clongdouble"})
+_COMPLEX_NAMES = last_names(COMPLEX_DTYPES)
+_REAL_PARTS = last_names(REAL_PARTS)
 
 
 def _complex_value(obj) -> bool:
@@ -1805,11 +1803,11 @@ def _mentions_complex(value: cst.CSTNode, names: frozenset = frozenset(), resolv
 def _real_part(value: cst.BaseExpression) -> bool:
     """``np.abs(z)``, ``np.real(z)``, ``z.imag`` ...: a real value, even of a complex one."""
     if isinstance(value, cst.Attribute):
-        return value.attr.value in ("real", "imag")
+        return value.attr.value in _REAL_PARTS
     if isinstance(value, cst.Call):
         func = value.func
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        return name in ("abs", "absolute", "real", "imag", "angle")
+        return name in _REAL_PARTS
     return False
 
 

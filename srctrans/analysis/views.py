@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-VIEW_CALLS = frozenset(
-    {"reshape", "ravel", "transpose", "squeeze", "expand_dims", "swapaxes", "diagonal", "atleast_1d", "atleast_2d",
-     "broadcast_to"}
-)
-# calls that return their argument itself when it is an array (a new array when it is a list)
-MAYBE_VIEW_CALLS = frozenset({"asarray", "asanyarray", "ascontiguousarray", "asfortranarray"})
+from ..rules.memory import MAYBE_VIEW_RESULTS, VIEW_RESULTS, last_names
+
+VIEW_CALLS = last_names(VIEW_RESULTS)
+MAYBE_VIEW_CALLS = last_names(MAYBE_VIEW_RESULTS)  # the argument itself when it is an array
 
 
 def view_base(value: cst.BaseExpression) -> str | None:

@@ -14,7 +14,10 @@ Constructors:
     ``ans_dot = partial * x_dot + ...``: the partials are written once for both.
 ``vjp(signature, jvp=..., **templates)``
     Any other differentiable function: its parameters (with defaults) and, for each
-    differentiable parameter, the expression of its adjoint contribution. ``jvp`` gives
+    differentiable parameter, the expression of its adjoint contribution. ``accumulate``
+    (optional) gives, per parameter, a statement that adds that contribution into
+    ``{sink}`` in place, which a loop uses for a value it reads but never changes
+    (``W @ h`` in a recurrence adds into ``W_loop_bar`` with no temporaries). ``jvp`` gives
     forward mode's tangent: ``LINEAR`` (the function is linear in its differentiable
     parameters together: the tangent is the same call with each of them replaced by its
     tangent, zeros for the constant ones), ``MULTILINEAR`` (linear in each separately:
@@ -48,6 +51,9 @@ class Rule:
     # forward mode: LINEAR, MULTILINEAR or param -> tangent term ({t}: the param's tangent);
     # left out of repr so that reverse mode's rule fingerprint does not depend on it
     jvp: str | dict[str, str] | None = field(default=None, repr=False, compare=False)
+    # reverse mode, in a loop: param -> a statement adding the contribution into {sink}, an
+    # array made for that loop's adjoints alone, in place (no temporaries); see _open_sinks
+    accumulate: dict[str, str] = field(default_factory=dict)
 
     def template(self, param: str) -> str | None:
         return self.templates.get(param)
@@ -76,9 +82,9 @@ LINEAR = "linear"
 MULTILINEAR = "multilinear"
 
 
-def vjp(signature: str, jvp: str | dict[str, str] | None = None, **templates: str) -> Rule:
+def vjp(signature: str, jvp: str | dict[str, str] | None = None, accumulate: dict[str, str] | None = None, **templates: str) -> Rule:
     needs_ans = any("{ans}" in t for t in templates.values())
-    return Rule("vjp", _signature(signature), dict(templates), needs_ans, jvp)
+    return Rule("vjp", _signature(signature), dict(templates), needs_ans, jvp, dict(accumulate or {}))
 
 
 def _reduction_jvp(helper: str, rest: str) -> dict[str, str]:
@@ -103,6 +109,8 @@ OPERATORS: dict[str, str] = {
     "Minus": "numpy.negative",
     "Plus": "numpy.positive",
 }
+
+_DOT_ADD = dict(x="{sink} = rt.dot_grad_x_add({sink}, {g}, {x}, {y})")  # W @ h: the outer product, added in place
 
 DERIVATIVES: dict[str, Rule] = {
     # --- binary arithmetic ------------------------------------------------------
@@ -191,8 +199,8 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.cumprod": vjp("x, axis=None, dtype=None, out=None", jvp=dict(x="rt.cumprod_jvp({t}, {x}, {ans}, {axis})"), x="rt.cumprod_grad({g}, {x}, {ans}, {axis})"),
     "scipy.special.logsumexp": vjp("x, axis=None, b=None, keepdims=False", jvp=_reduction_jvp("logsumexp_grad", "{ans}, {axis}, {keepdims}, {b}"), x="rt.logsumexp_grad({g}, {x}, {ans}, {axis}, {keepdims}, {b})"),
     # --- linear algebra -----------------------------------------------------------
-    "numpy.dot": vjp("x, y", jvp=MULTILINEAR, x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
-    "numpy.matmul": vjp("x, y", jvp=MULTILINEAR, x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
+    "numpy.dot": vjp("x, y", jvp=MULTILINEAR, accumulate=_DOT_ADD, x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
+    "numpy.matmul": vjp("x, y", jvp=MULTILINEAR, accumulate=_DOT_ADD, x="rt.dot_grad_x({g}, {x}, {y})", y="rt.dot_grad_y({g}, {x}, {y})"),
     "numpy.outer": vjp(
         "x, y", jvp=MULTILINEAR,
         x="np.reshape(np.dot({g}, np.ravel({y})), np.shape({x}))",
@@ -261,7 +269,7 @@ DERIVATIVES: dict[str, Rule] = {
     "ndarray.ravel": vjp("x", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
     "ndarray.astype": vjp("x, dtype", jvp=LINEAR, x="{g}"),
     "ndarray.transpose": vjp("x, *axes", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
-    "getitem": vjp("x, index", jvp=LINEAR, x="rt.getitem_grad({g}, {x}, {index})"),
+    "getitem": vjp("x, index", jvp=LINEAR, accumulate=dict(x="rt.getitem_grad_add({sink}, {g}, {index})"), x="rt.getitem_grad({g}, {x}, {index})"),
     # JAX's functional updates, x.at[index].set(v) / .add(v) / .multiply(v) (desugared into these)
     "srctrans.runtime.at_set": vjp("x, index, v", jvp=LINEAR, x="rt.at_set({g}, {index}, 0.0)", v="rt.unbroadcast({g}[{index}], {v})"),
     "srctrans.runtime.at_add": vjp("x, index, v", jvp=LINEAR, x="{g}", v="rt.unbroadcast({g}[{index}], {v})"),

@@ -27,7 +27,7 @@ import libcst as cst
 from ..analysis.activity import analyze, names_in, targets_of
 from ..analysis.names import NameGen, scan
 from ..analysis.shapes import same_shapes
-from ..analysis.views import view_check_bases
+from ..analysis.views import array_facts
 from ..cache import ORIGIN_RE
 from ..passes.fuse import assigned_once, inline_temporaries
 from ..passes.fuse import children as fuse_children
@@ -41,7 +41,6 @@ from .reverse import (
     _empty_lists,
     _label,
     _lower_updates,
-    _mutation_facts,
     _rule_keys_by_id,
     _times,
     check_vmapped_call,
@@ -53,9 +52,7 @@ from .reverse import (
     refuse_shared_write,
     refuse_view_update,
     shape_kind,
-    slice_views,
     transformation_refusal,
-    user_call_views,
     view_update_check,
     vmap_made_here,
     vmapped_params,
@@ -111,11 +108,10 @@ class Forward:
             self.body = lowered
             self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff, self._shape_only)
         self.analyzing = False
-        made_by_calls = user_call_views(self.body, self.resolve)
-        self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params, made_by_calls)
+        facts = array_facts(self.body, self.params, self.resolve)
+        self.mutated, self.aliased, self.views = facts.mutated, facts.aliased, facts.views
+        self.slice_views, self.view_checks = facts.certain_views, facts.view_checks
         self.complex_names = complex_names(self.body, self.resolve)
-        self.slice_views = slice_views(self.body)
-        self.view_checks = view_check_bases(self.body, self.params, made_by_calls)
         self.dot_names: dict[str, str] = {}
         self.lines: list[str] = []
         self.shapes: dict[int, dict[str, str | None]] = {}  # see analysis.shapes.same_shapes

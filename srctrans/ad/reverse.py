@@ -33,8 +33,7 @@ import numpy as np
 from ..analysis.activity import Activity, Block, analyze, common_block, names_in, targets_of
 from ..analysis.names import NameGen, scan
 from ..analysis.shapes import operation_kind, same_shapes
-from ..analysis.views import MAYBE_VIEW_CALLS, call_views, view_check_bases
-from ..analysis.views import view_base as _view_base
+from ..analysis.views import array_facts, mutation_facts
 from ..cache import ORIGIN_RE
 from ..rules import object_named
 from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Param, Rule
@@ -181,11 +180,10 @@ class Reverse:
         self.restarts: dict[int, tuple[str, bool]] = {}  # statement id -> (name restarted, older value saved?)
         self.plan_preceding: list = []
         self.plan_stack: list[list] = []  # statements before the compound statement being planned, per level
-        made_by_calls = user_call_views(self.body, self.resolve)
-        self.mutated, self.aliased, self.views = _mutation_facts(self.body, self.params, made_by_calls)
+        facts = array_facts(self.body, self.params, self.resolve)
+        self.mutated, self.aliased, self.views = facts.mutated, facts.aliased, facts.views
+        self.slice_views, self.view_checks = facts.certain_views, facts.view_checks
         self.complex_names = complex_names(self.body, self.resolve)
-        self.slice_views = slice_views(self.body)
-        self.view_checks = view_check_bases(self.body, self.params, made_by_calls)
         self.mutated |= self._passed_to_writers()
         self.written_params = [p for p in self.params if p in self.mutated and p in self.act.active]
         self.invariant = self._loop_invariants()
@@ -1704,32 +1702,6 @@ def _lower_updates(body: list, active: set[str], gen: NameGen) -> list:
     return lowered if changed else body
 
 
-def slice_views(body: list) -> set[str]:
-    """Names assigned a view of another array for certain (``a = y[1:]``, ``y.T``, ``y.reshape(s)``):
-    ``a += v`` writes into that array, which a transformation's ``a = a + v`` would not."""
-    found: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            target, value = n.targets[0].target, n.value
-            if not isinstance(target, cst.Name) or _view_base(value) is None:
-                return
-            if isinstance(value, cst.Call) and value.func.attr.value in MAYBE_VIEW_CALLS:
-                return  # np.asarray(a_list) is a new array
-            if isinstance(value, cst.Subscript):
-                parts = [el.slice for el in value.slice]
-                if not any(
-                    isinstance(p, cst.Slice) or (isinstance(p, cst.Index) and isinstance(p.value, (cst.Ellipsis, cst.Name)) and code(p.value) in ("...", "None"))
-                    for p in parts
-                ):
-                    return  # y[i]: a number from a vector, or a row of a matrix (not known here)
-            found.add(target.value)
-
-    for stmt in body:
-        stmt.visit(V())
-    return found
-
-
 _WRITING_FUNCTIONS = last_names(WRITES_FIRST_ARGUMENT)
 
 
@@ -1924,18 +1896,6 @@ def _pure_call(call: cst.Call, resolve) -> bool:
 _WRITTEN: dict[types.CodeType, frozenset[int]] = {}  # keyed by the code object itself: ids get reused
 
 
-def user_call_views(body: list, resolve) -> dict[str, tuple[str, ...]]:
-    """Names assigned what a call of a user function may return of its arguments (``row =
-    pick(Z, 0)``, where ``pick`` returns ``Z[i]``) -> those arguments: such a name may be a view."""
-    from ..analysis.resolve import is_user_function
-
-    def callee(call: cst.Call):
-        obj = resolve(call.func)
-        return obj if obj is not _LOCAL and obj is not None and is_user_function(obj) else None
-
-    return call_views(body, callee)
-
-
 def _written_params(fn) -> frozenset[int]:
     """Positions of the parameters user function ``fn`` writes into (``x[i] = ...``), directly."""
     key = fn.__code__
@@ -1949,93 +1909,9 @@ def _written_params(fn) -> frozenset[int]:
             _WRITTEN[key] = frozenset()
             return _WRITTEN[key]
         params = [p.name.value for p in node.params.params]
-        mutated = _mutation_facts(list(node.body.body), tuple(params))[0]
+        mutated = mutation_facts(list(node.body.body), tuple(params))[0]
         _WRITTEN[key] = frozenset(k for k, p in enumerate(params) if p in mutated)
     return _WRITTEN[key]
-
-
-def _mutation_facts(
-    body: list, params: tuple[str, ...], made_by_calls: dict[str, tuple[str, ...]] | None = None
-) -> tuple[set[str], set[str], dict[str, str]]:
-    """(arrays written in place through an index, names that share a value with another name,
-    names that may be views of another array -> that array). ``made_by_calls``: names a user
-    function's call may return (a view of) an argument into -> those arguments (see
-    :func:`~srctrans.analysis.views.call_views`).
-
-    A view of an array written in place changes with it: it counts as written too. ``z = y``
-    among the top-level statements shares a value harmlessly when neither name (nor a view
-    of either) is written in place afterwards, as ``x_bar = y_bar`` at the end of an adjoint.
-    """
-    mutated: set[str] = set()
-    copies: set[str] = set()
-    views: dict[str, str] = {}
-    pairs: list[tuple[int | None, set[str]]] = []  # (top-level statement index or None, names)
-
-    exchanged: list[set[str]] = []  # names a tuple passes between (t = (a, b); b, a = t)
-
-    class V(cst.CSTVisitor):
-        def __init__(self, at: int | None) -> None:
-            self.at = at
-
-        def visit_Assign(self, n: cst.Assign) -> None:
-            target = n.targets[0].target
-            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(n.value, cst.Name):
-                exchanged.append({*targets_of(target), n.value.value})
-            elif isinstance(target, cst.Name) and isinstance(n.value, (cst.Tuple, cst.List)):
-                exchanged.append({target.value} | {el.value.value for el in n.value.elements if isinstance(el.value, cst.Name)})
-            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
-                mutated.add(target.value.value)
-            if isinstance(target, cst.Name) and isinstance(n.value, cst.Name):
-                pairs.append((self.at, {target.value, n.value.value}))
-            if isinstance(target, cst.Name):
-                base = _view_base(n.value)
-                if base is not None:
-                    views[target.value] = base
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            if isinstance(n.target, cst.Subscript) and isinstance(n.target.value, cst.Name):
-                mutated.add(n.target.value.value)
-            elif isinstance(n.target, cst.Name):
-                updated.add(n.target.value)  # y *= 2.0 updates an array in place
-
-    written: list[set[str]] = []  # arrays written or updated in place by each top-level statement
-    for k, stmt in enumerate(body):
-        before = set(mutated)
-        mutated.clear()
-        updated: set[str] = set()
-        stmt.visit(V(k if isinstance(stmt, cst.SimpleStatementLine) else None))
-        written.append(mutated | updated)
-        mutated |= before
-
-    def reaches(name: str, pair: set[str]) -> bool:
-        seen = set()
-        while name not in pair and name in views and name not in seen:
-            seen.add(name)
-            name = views[name]
-        return name in pair
-
-    for at, pair in pairs:
-        later = set().union(*written[at + 1:]) if at is not None else None
-        if later is None or any(reaches(w, pair) for w in later):
-            copies.update(pair)
-    for name, bases in (made_by_calls or {}).items():
-        views.setdefault(name, bases[0])
-    changed = True
-    while changed:
-        changed = False
-        for view, base in views.items():
-            if base in mutated and view not in mutated:
-                mutated.add(view)
-                changed = True
-        for view, bases in (made_by_calls or {}).items():
-            if view not in mutated and mutated.intersection(bases):
-                mutated.add(view)
-                changed = True
-        for group in exchanged:  # cur, nxt = nxt, cur: each may hold the array written in place
-            if group & mutated and not group <= mutated:
-                mutated |= group
-                changed = True
-    return mutated, copies, views
 
 
 def _assigned_in(stmt) -> set[str]:

@@ -5,13 +5,23 @@ views of ``X``: a later ``row += v`` or ``row[0] = v`` changes ``X`` too. A
 transformation that turns the update into a new value (reverse and forward mode), or
 that gives ``row`` an array of its own (vmap copies an unbatched value to batch it),
 would lose that change; these helpers tell it where to refuse or check.
+
+Reverse and forward mode read one :class:`ArrayFacts` (:func:`array_facts`); A-normal form
+and vmap read :func:`written_in_place` and :func:`view_roots`. A user function's call may
+return a view of an argument too (:func:`returned_views` reads the function's source). Which
+NumPy operations return views is data, in :mod:`srctrans.rules.memory`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from ..rules.memory import MAYBE_VIEW_RESULTS, VIEW_RESULTS, last_names
+from .activity import targets_of
+
+_CODE = cst.Module(body=[])
 
 VIEW_CALLS = last_names(VIEW_RESULTS)
 MAYBE_VIEW_CALLS = last_names(MAYBE_VIEW_RESULTS)  # the argument itself when it is an array
@@ -290,3 +300,144 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
     if isinstance(target, cst.StarredElement):
         return _target_names(target.value)
     return []
+
+
+@dataclass
+class ArrayFacts:
+    """What a function's statements say about which names share arrays: one analysis, which
+    reverse and forward mode read alike."""
+
+    mutated: set[str]  # arrays written in place through an index (a view of one counts too)
+    aliased: set[str]  # names that share a value with another name where that matters
+    views: dict[str, str]  # names that may be views of another array -> that array
+    certain_views: set[str]  # names assigned a view for certain (a = y[1:]): refused in a += v
+    view_checks: dict[int, tuple[str, ...] | None]  # see view_check_bases
+
+
+def array_facts(body: list, params: tuple[str, ...], resolve) -> ArrayFacts:
+    """The :class:`ArrayFacts` of ``body``; ``resolve(func)`` gives the object a call's function names."""
+    made_by_calls = user_call_views(body, resolve)
+    mutated, aliased, views = mutation_facts(body, params, made_by_calls)
+    return ArrayFacts(mutated, aliased, views, certain_views(body), view_check_bases(body, params, made_by_calls))
+
+
+def user_call_views(body: list, resolve) -> dict[str, tuple[str, ...]]:
+    """Names assigned what a call of a user function may return of its arguments (``row =
+    pick(Z, 0)``, where ``pick`` returns ``Z[i]``) -> those arguments: such a name may be a view."""
+    from .resolve import is_user_function
+
+    def callee(call: cst.Call):
+        obj = resolve(call.func)
+        return obj if is_user_function(obj) else None
+
+    return call_views(body, callee)
+
+
+def mutation_facts(
+    body: list, params: tuple[str, ...], made_by_calls: dict[str, tuple[str, ...]] | None = None
+) -> tuple[set[str], set[str], dict[str, str]]:
+    """(arrays written in place through an index, names that share a value with another name,
+    names that may be views of another array -> that array). ``made_by_calls``: names a user
+    function's call may return (a view of) an argument into -> those arguments (see
+    :func:`~srctrans.analysis.views.call_views`).
+
+    A view of an array written in place changes with it: it counts as written too. ``z = y``
+    among the top-level statements shares a value harmlessly when neither name (nor a view
+    of either) is written in place afterwards, as ``x_bar = y_bar`` at the end of an adjoint.
+    """
+    mutated: set[str] = set()
+    copies: set[str] = set()
+    views: dict[str, str] = {}
+    pairs: list[tuple[int | None, set[str]]] = []  # (top-level statement index or None, names)
+
+    exchanged: list[set[str]] = []  # names a tuple passes between (t = (a, b); b, a = t)
+
+    class V(cst.CSTVisitor):
+        def __init__(self, at: int | None) -> None:
+            self.at = at
+
+        def visit_Assign(self, n: cst.Assign) -> None:
+            target = n.targets[0].target
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(n.value, cst.Name):
+                exchanged.append({*targets_of(target), n.value.value})
+            elif isinstance(target, cst.Name) and isinstance(n.value, (cst.Tuple, cst.List)):
+                exchanged.append({target.value} | {el.value.value for el in n.value.elements if isinstance(el.value, cst.Name)})
+            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+                mutated.add(target.value.value)
+            if isinstance(target, cst.Name) and isinstance(n.value, cst.Name):
+                pairs.append((self.at, {target.value, n.value.value}))
+            if isinstance(target, cst.Name):
+                base = view_base(n.value)
+                if base is not None:
+                    views[target.value] = base
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if isinstance(n.target, cst.Subscript) and isinstance(n.target.value, cst.Name):
+                mutated.add(n.target.value.value)
+            elif isinstance(n.target, cst.Name):
+                updated.add(n.target.value)  # y *= 2.0 updates an array in place
+
+    written: list[set[str]] = []  # arrays written or updated in place by each top-level statement
+    for k, stmt in enumerate(body):
+        before = set(mutated)
+        mutated.clear()
+        updated: set[str] = set()
+        stmt.visit(V(k if isinstance(stmt, cst.SimpleStatementLine) else None))
+        written.append(mutated | updated)
+        mutated |= before
+
+    def reaches(name: str, pair: set[str]) -> bool:
+        seen = set()
+        while name not in pair and name in views and name not in seen:
+            seen.add(name)
+            name = views[name]
+        return name in pair
+
+    for at, pair in pairs:
+        later = set().union(*written[at + 1:]) if at is not None else None
+        if later is None or any(reaches(w, pair) for w in later):
+            copies.update(pair)
+    for name, bases in (made_by_calls or {}).items():
+        views.setdefault(name, bases[0])
+    changed = True
+    while changed:
+        changed = False
+        for view, base in views.items():
+            if base in mutated and view not in mutated:
+                mutated.add(view)
+                changed = True
+        for view, bases in (made_by_calls or {}).items():
+            if view not in mutated and mutated.intersection(bases):
+                mutated.add(view)
+                changed = True
+        for group in exchanged:  # cur, nxt = nxt, cur: each may hold the array written in place
+            if group & mutated and not group <= mutated:
+                mutated |= group
+                changed = True
+    return mutated, copies, views
+
+
+def certain_views(body: list) -> set[str]:
+    """Names assigned a view of another array for certain (``a = y[1:]``, ``y.T``, ``y.reshape(s)``):
+    ``a += v`` writes into that array, which a transformation's ``a = a + v`` would not."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            target, value = n.targets[0].target, n.value
+            if not isinstance(target, cst.Name) or view_base(value) is None:
+                return
+            if isinstance(value, cst.Call) and value.func.attr.value in MAYBE_VIEW_CALLS:
+                return  # np.asarray(a_list) is a new array
+            if isinstance(value, cst.Subscript):
+                parts = [el.slice for el in value.slice]
+                if not any(
+                    isinstance(p, cst.Slice) or (isinstance(p, cst.Index) and isinstance(p.value, (cst.Ellipsis, cst.Name)) and _CODE.code_for_node(p.value) in ("...", "None"))
+                    for p in parts
+                ):
+                    return  # y[i]: a number from a vector, or a row of a matrix (not known here)
+            found.add(target.value)
+
+    for stmt in body:
+        stmt.visit(V())
+    return found

@@ -54,6 +54,9 @@ class Nested:
         # a grad compiled by jit (its transform says ``compiled=True``): calls of vmapped functions
         # become loops Numba compiles; uncompiled, the vmap file of their vjp runs (vectorized)
         self.compiled = compiled
+        # the file is compiled as written (jit, or the vmap file jit(vmap(f)) compiles): calls of
+        # vmapped functions become loops emitted in the file, what cannot be known is refused
+        self.compiles = transform_name == "jit" or (transform_name == "vmap" and compiled)
         self.made: dict[tuple, tuple[str, Callable]] = {}
         self.keep: list[Any] = []  # objects made here (grads) that the functions above belong to
         self.loops: dict[str, tuple[Any, str, Callable]] = {}  # name of a vmapped function -> (it, name and function it batches)
@@ -249,13 +252,13 @@ class _Rewriter(cst.CSTTransformer):
         if found is None:
             return updated
         name, made, label = found
-        if self.nested.transform_name == "jit" and made._inner is not None:  # a nest: loops of loops
+        if self.nested.compiles and made._inner is not None:  # a nest: loops of loops
             loop = differentiable_loop(name, made)
             if loop is None or any(a.keyword is not None or a.star for a in updated.args):
                 self._loop(name, made, updated, original, label)  # refused there, saying why
             self.introduced[name] = loop
             self.changed = True
-        elif self.nested.transform_name == "jit":
+        elif self.nested.compiles:
             self._loop(name, made, updated, original, label)
         else:
             loop = differentiable_loop(name, made)
@@ -279,7 +282,7 @@ class _Rewriter(cst.CSTTransformer):
         from .batching.api import vmap
 
         what = "srctrans.vmap(...)(...) inside a compiled function"
-        strict = self.nested.transform_name == "jit"
+        strict = self.nested.compiles
 
         def refuse(node, message: str, hint: str) -> None:
             if strict:
@@ -319,10 +322,10 @@ class _Rewriter(cst.CSTTransformer):
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``updated`` says what is called (its arguments rewritten already); ``original``, where."""
-        if self.nested.transform_name == "jit" and isinstance(updated.func, cst.Name):
+        if self.nested.compiles and isinstance(updated.func, cst.Name):
             self._vmapped(updated, original)
         derivative = self.nested.transform_name in ("grad", "vjp")
-        looped = self.nested.transform_name == "jit" or (derivative and self.nested.compiled)
+        looped = self.nested.compiles or (derivative and self.nested.compiled)
         # uncompiled, reverse mode calls a vmapped function's vjp, and forward mode its jvp, which a
         # nest of vmaps lacks: a loop of loops, differentiated as any function of yours
         nests = self.nested.transform_name in _DERIVATIVES
@@ -518,6 +521,30 @@ def _reads_srctrans(cap) -> bool:
         value = closure[name] if name in closure else cap.fn.__globals__.get(name)
         module = value.__name__ if isinstance(value, types.ModuleType) else getattr(type(value), "__module__", "")
         if module.split(".")[0] == "srctrans" or getattr(value, "__module__", None) == "srctrans.api":
+            return True
+    return False
+
+
+def reads_srctrans_anywhere(fn: Any, seen: set[int] | None = None) -> bool:
+    """:func:`_reads_srctrans` for ``fn`` or any function of the user's it reads (a global or
+    closure value), at any depth: whether a transformation may be called somewhere below it."""
+    from .analysis.resolve import _code_names
+    from .capture import capture
+
+    fn = getattr(fn, "__srctrans_function__", fn)
+    seen = set() if seen is None else seen
+    if id(fn) in seen or not is_user_function(fn):
+        return False
+    seen.add(id(fn))
+    try:
+        cap = capture(fn)
+    except Exception:  # (its own transformation reports a function without source)
+        return False
+    if _reads_srctrans(cap):
+        return True
+    for name in _code_names(fn.__code__) | set(cap.closure):
+        value = cap.closure[name] if name in cap.closure else fn.__globals__.get(name)
+        if value is not fn and reads_srctrans_anywhere(value, seen):
             return True
     return False
 

@@ -35,7 +35,8 @@ def adjoint_function(inner) -> Callable:
         raise TypeError("a grad with has_aux=True returns a pair (gradient, aux); nest a grad without has_aux")
     if inner._static:
         raise TypeError("a grad with static arguments cannot be differentiated again yet")
-    options = tuple(o for o in inner._transform.options if o[0] in ("wrt", "has_aux")) + (("grads_only", True),)
+    # (a compiled grad's file loops over the examples of the vmapped functions it calls)
+    options = tuple(o for o in inner._transform.options if o[0] in ("wrt", "has_aux", "compiled")) + (("grads_only", True),)
     runner = Jitted(inner._fn, _transform=Transform("grad", options), _compile=False)
     runner._wrt = inner._wrt
     spec = runner._any_spec()

@@ -574,3 +574,66 @@ def make(v, fn):
     assert np.isclose(srctrans.jit(mod.second)(X, V, W), W @ _hess_f(X) @ V)
     closure = mod.make(V, mod.f)  # the function and the tangent: closure values
     np.testing.assert_allclose(srctrans.grad(closure)(X), _hess_f(X) @ V, rtol=1e-12)
+
+
+# --- jit(vmap(f)) where f calls vmapped functions: the compiled vmap file holds their loops ----
+
+VMAP_INSIDE = """
+import numpy as np
+import srctrans
+
+def l1(x, y):
+    return np.sum(np.abs(x - y))
+
+def inline(xs, y):
+    d = srctrans.vmap(l1, in_axes=(0, None))(xs, y)
+    return np.sum(d * d)
+
+by_rows = srctrans.vmap(l1, in_axes=(0, None))
+
+def through_a_global(xs, y):
+    return np.sum(np.sin(by_rows(xs, y)))
+
+def helper(xs, y):
+    return srctrans.vmap(l1, in_axes=(0, None))(xs, y)
+
+def through_a_helper(xs, y):
+    return np.sum(helper(xs, y) ** 2)
+"""
+
+
+def _pairs(seed=4):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((5, 3)), rng.standard_normal((4, 3))
+
+
+@pytest.mark.parametrize("method", ["auto", "loop"])
+@pytest.mark.parametrize("name", ["inline", "through_a_global", "through_a_helper"])
+def test_jit_of_a_vmap_of_a_function_calling_vmap(make_module, name, method):
+    """It failed to compile (Numba met ``srctrans.vmap`` in the file); now its loops are in the file."""
+    mod = make_module(VMAP_INSIDE)
+    fn = getattr(mod, name)
+    xs, ys = _pairs()
+    want = np.stack([fn(xs, y) for y in ys])
+    batched = srctrans.vmap(fn, in_axes=(None, 0), method=method)
+    np.testing.assert_allclose(srctrans.jit(batched)(xs, ys), want, rtol=1e-13)
+    np.testing.assert_allclose(batched(xs, ys), want, rtol=1e-13)  # uncompiled: the vmap called at run time
+    assert srctrans.jit(batched)(xs, ys[:0]).shape == (0,)
+
+
+def test_jit_of_a_vmap_of_a_grad_of_a_function_calling_vmap(make_module):
+    mod = make_module(VMAP_INSIDE)
+    xs, ys = _pairs()
+    per_example = srctrans.jit(srctrans.vmap(srctrans.grad(mod.inline), in_axes=(None, 0)))
+    got = per_example(xs, ys)
+    want = np.stack([srctrans.grad(mod.inline)(xs, y) for y in ys])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    eps = 1e-6
+    for k, y in enumerate(ys[:2]):  # and central differences, element by element
+        numeric = np.zeros_like(xs)
+        for idx in np.ndindex(xs.shape):
+            up, down = xs.copy(), xs.copy()
+            up[idx] += eps
+            down[idx] -= eps
+            numeric[idx] = (mod.inline(up, y) - mod.inline(down, y)) / (2 * eps)
+        np.testing.assert_allclose(got[k], numeric, rtol=1e-6, atol=1e-8)

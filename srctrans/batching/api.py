@@ -429,6 +429,7 @@ class VMapped:
         if specs is not None:
             return specs
         from ..api import _RESERVED, _code_names, _leaf_names, _Specialization
+        from ..nested_calls import reads_srctrans_anywhere
         from ..pipeline import StaticArgs, Transform, generate
 
         options = {"parallel": False, "fastmath": False, "cache": True, "boundscheck": True}
@@ -436,6 +437,8 @@ class VMapped:
             options.update({k: self._jit[k] for k in options if k in self._jit})
         specs = [None] * len(levels)
         fn: Callable = levels[-1]._base  # type: ignore[assignment]
+        if self._jit is not None:
+            fn = _compiled_grad(levels[-1], options)
         for index in range(len(levels) - 1, -1, -1):
             level = levels[index]
             flags, ranks, size = per_level[index]
@@ -456,10 +459,13 @@ class VMapped:
                 opts += (("axis_name", level.axis_name),)
             if parallel:
                 opts += (("parallel", True),)
+            if self._jit is not None and reads_srctrans_anywhere(fn):  # inline vmaps become loops Numba compiles
+                opts += (("compiled", True),)
             tag = "vmap" + ("" if method == "auto" else "_" + method)
             tag += "_" + "_".join(("b" if f else "u") + str(r) for f, r in zip(flags, ranks))
             tag += f"_n{size}" if size is not None else ""
             tag += "_parallel" if parallel else ""
+            tag += "_compiled" if ("compiled", True) in opts else ""
             gen = generate(fn, Transform("vmap", opts, tag=tag), StaticArgs({}, named))
             spec = _Specialization(gen, options, named)
             if len([m for m in gen.meta["params"] if m[0] in ("arg", "leaf")]) != len(flags):
@@ -577,3 +583,16 @@ def vmap(
     array([0., 4., 8.])
     """
     return VMapped(fn, in_axes, out_axes, axis_size, axis_name, method)
+
+
+def _compiled_grad(level: VMapped, options: dict) -> Callable:
+    """Under ``jit(vmap(grad(f)))``, the adjoint file Numba compiles: where ``f`` calls
+    transformations (``srctrans.vmap(g, ...)(x)``), that file loops over their examples instead of
+    calling their uncompiled vjp (see :mod:`srctrans.nested_calls`); else the level's function."""
+    from ..api import Grad, _calls_transformations
+    from ..nesting import adjoint_function
+
+    fn = level._fn
+    if not isinstance(fn, Grad) or fn._compile or not _calls_transformations(fn._fn):
+        return level._base  # type: ignore[return-value]
+    return adjoint_function(Grad(fn._fn, **fn._grad_args, jit_options=options))

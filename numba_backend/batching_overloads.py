@@ -116,39 +116,27 @@ def _batch_flatten(x):
     return impl
 
 
-def _unbroadcast_overloads():
-    """``rt.batch_unbroadcast`` and ``rt.batch_unbroadcast_to``: ``rt.unbroadcast`` per example."""
+def _unbroadcast_overload(helper, per_example: bool) -> None:
+    """``rt.batch_unbroadcast`` (``per_example``: ``x`` batched too) and ``rt.batch_unbroadcast_to``
+    (one ``x`` for every example): ``rt.unbroadcast`` per example."""
     from .runtime_overloads import _grad_dtype
 
-    @overload(rt.batch_unbroadcast)
-    def _batch_unbroadcast(g, x):
+    @overload(helper)
+    def _ov(g, x):
         if not (isinstance(g, types.Array) and isinstance(x, types.Array)):
             return None
         dt = _grad_dtype(x)
 
         def impl(g, x):
             n = g.shape[0]
-            out = np.empty((n,) + x.shape[1:], dt)
+            shape = x.shape[1:] if per_example else x.shape
+            out = np.empty((n,) + shape, dt)
             for i in range(n):
-                out[i] = rt.unbroadcast(g[i], x[i])
-            return out
-
-        return impl
-
-    @overload(rt.batch_unbroadcast_to)
-    def _batch_unbroadcast_to(g, x):
-        if not (isinstance(g, types.Array) and isinstance(x, types.Array)):
-            return None
-        dt = _grad_dtype(x)
-
-        def impl(g, x):
-            n = g.shape[0]
-            out = np.empty((n,) + x.shape, dt)
-            for i in range(n):
-                out[i] = rt.unbroadcast(g[i], x)
+                out[i] = rt.unbroadcast(g[i], x[i] if per_example else x)
             return out
 
         return impl
 
 
-_unbroadcast_overloads()
+_unbroadcast_overload(rt.batch_unbroadcast, per_example=True)
+_unbroadcast_overload(rt.batch_unbroadcast_to, per_example=False)

@@ -172,6 +172,45 @@ class _Callees:
         return self.found[key]
 
 
+    def unbatched_result(self, fn, infos: list[Info]) -> Info:
+        """What is known of the result of your function ``fn`` called with unbatched arguments
+        (``Wn = norm_rows(W)``, run once for every example as written): unbatched, and its rank
+        where the rewrite's analysis of ``fn`` finds one (``W @ x`` then needs no loop)."""
+        from ..ad.reverse import _LOCAL
+        from ..build import _resolver
+        from ..rules.batching import Unbatchable
+        from .vectorize import NoBatchRule, vectorize
+
+        unknown = Info(False, None)
+        key = ("unbatched", id(fn), tuple(infos))
+        if key in self.found:
+            return self.found[key][1]
+        unit = self.by_fn.get(id(fn))
+        if unit is None or id(fn) in self.busy:
+            return unknown
+        normal = _normal_form(unit, self.np_name, self.namespace)
+        names = [p.name.value for p in normal.params.params]
+        params = normal.params
+        if len(names) != len(infos) or params.star_arg is not cst.MaybeSentinel.DEFAULT or params.kwonly_params or params.star_kwarg:
+            return unknown
+        returned: list[Info] = []
+        self.busy.add(id(fn))
+        try:
+            resolve = _resolver(unit, normal, self.np_name, _LOCAL)
+            vectorize(normal, dict(zip(names, infos)), resolve, _LOCAL, self.np_name, "_", None, self.axis_name, self, returned)
+        except (NoBatchRule, Unbatchable):
+            returned = []
+        finally:
+            self.busy.discard(id(fn))
+        last = normal.body.body[-1] if normal.body.body else None
+        ret = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and last.body else None
+        single = isinstance(ret, cst.Return) and not isinstance(ret.value, cst.Tuple) and len(returned) == 1
+        # (the rewrite's return broadcasts an unbatched result: its rank is one example's all the same)
+        out = Info(False, returned[0].rank) if single and _known_leaves(returned[0]) else unknown
+        self.found[key] = ("", out)
+        return out
+
+
 def _known_leaves(info: Info) -> bool:
     """Every leaf of a returned value is an array (or number) whose rank vmap follows, not a tuple it cannot see into."""
     if info.elements is not None:

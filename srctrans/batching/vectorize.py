@@ -232,6 +232,9 @@ class _Ops:
             user = is_user_function(obj)
             pure = user or _plain_numpy(obj) or _pure_helper(obj)
             if not site.any_batched() and pure:
+                if user and hasattr(self.callee, "unbatched_result") and not kwargs:
+                    out = self.callee.unbatched_result(obj, [a.info for a in args])
+                    return _unbatched_result(out), site, label
                 return _unbatched_call, site, label
             if user and self.callee is not None and not kwargs:  # your function, batched itself
                 name, out = self.callee(obj, [a.info for a in args])
@@ -290,6 +293,12 @@ def _pure_helper(obj: Any) -> bool:
 
 
 _unbatched_call = BatchRule("unbatched", lambda site: Info(False, None), lambda site: site.write())
+
+
+def _unbatched_result(out: Info) -> BatchRule:
+    """A call of your function with unbatched arguments, as written (once for every example),
+    whose result has the rank ``out`` says where it is known."""
+    return BatchRule("unbatched", lambda site: out, lambda site: site.write())
 
 
 def _batched_call(name: str, out: Info) -> BatchRule:

@@ -231,3 +231,60 @@ def test_a_callee_that_writes_is_run_one_example_at_a_time():
         header = next(line for line in batched._last()[0].gen.path.read_text().splitlines() if line.startswith("# vmap method"))
         assert "fill writes into an array" in header
         np.testing.assert_allclose(srctrans.jit(srctrans.vmap(fn))(x), want, rtol=1e-12, atol=1e-12)
+
+
+# --- your functions called with unbatched arguments: run once, as written, their rank known ---
+
+def norm_rows(W):
+    return W / np.sqrt(np.sum(W * W, axis=1, keepdims=True))
+
+
+def total(W):
+    return np.sum(W * W)
+
+
+def first_column(W):
+    return W[:, 0]
+
+
+def normalized_layer(W, x):
+    Wn = norm_rows(W)  # unbatched: the result's rank decides how Wn @ x batches
+    return np.tanh(Wn @ x) * total(W) + first_column(W) * (x @ x)
+
+
+def gram(W):
+    return W.T @ W
+
+
+def through_two(W, x):
+    return x @ gram(norm_rows(W)) @ x
+
+
+UNBATCHED_CASES = [
+    (normalized_layer, (None, 0), (RNG.standard_normal((4, 3)), RNG.standard_normal((6, 3)))),
+    (through_two, (None, 0), (RNG.standard_normal((4, 3)), RNG.standard_normal((6, 3)))),
+    (through_two, (None, 1), (RNG.standard_normal((4, 3)), RNG.standard_normal((3, 5)))),
+]
+
+
+@pytest.mark.parametrize("fn, in_axes, args", UNBATCHED_CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(UNBATCHED_CASES)])
+def test_unbatched_calls_of_your_functions_keep_the_rewrite(fn, in_axes, args):
+    """The rank of their result was unknown, and the entry looped over the examples."""
+    want = _stacked(fn, in_axes, args)
+    batched = srctrans.vmap(fn, in_axes=in_axes)
+    np.testing.assert_allclose(batched(*args), want, rtol=1e-12, atol=1e-12)
+    spec = batched._last()[0]
+    assert spec.gen.meta["vmap"]["method"] == "vectorize"
+    assert "_vmap_u" not in spec.gen.path.read_text().split("def " + fn.__name__ + "_vmap")[0]  # called as written
+    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(fn, in_axes=in_axes))(*args), want, rtol=1e-12, atol=1e-12)
+    empty = [a if ax is None else np.take(a, [], axis=ax) for a, ax in zip(args, in_axes)]
+    assert batched(*empty).shape[0] == 0
+
+
+def test_per_example_gradients_through_an_unbatched_call():
+    W, xs = RNG.standard_normal((4, 3)), RNG.standard_normal((6, 3))
+    loss = lambda W, x: np.sum(normalized_layer(W, x) ** 2)  # noqa: E731
+    per_example = srctrans.vmap(srctrans.grad(loss), in_axes=(None, 0))
+    want = np.stack([srctrans.grad(loss)(W, x) for x in xs])
+    np.testing.assert_allclose(per_example(W, xs), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(srctrans.jit(per_example)(W, xs), want, rtol=1e-12, atol=1e-12)

@@ -1908,6 +1908,9 @@ def _written_params(fn) -> frozenset[int]:
         except Exception:  # its own transformation reports any problem with its source
             _WRITTEN[key] = frozenset()
             return _WRITTEN[key]
+        if isinstance(node, cst.Lambda):  # one expression: it assigns nothing
+            _WRITTEN[key] = frozenset()
+            return _WRITTEN[key]
         params = [p.name.value for p in node.params.params]
         mutated = mutation_facts(list(node.body.body), tuple(params))[0]
         _WRITTEN[key] = frozenset(k for k, p in enumerate(params) if p in mutated)

@@ -14,6 +14,8 @@ NumPy operations return views is data, in :mod:`srctrans.rules.memory`.
 
 from __future__ import annotations
 
+import threading
+import types
 from dataclasses import dataclass
 
 import libcst as cst
@@ -95,12 +97,17 @@ def view_check_bases(body: list, params, made_by_calls: dict[str, tuple[str, ...
     (``row = X[i]``, ``a, b = X``, ``row = pick(X, i)`` with ``made_by_calls`` from
     :func:`call_views`): the arrays to compare ``name`` with before that line, at run time;
     None where they cannot be named safely there (views of several arrays by indexing, an
-    array assigned more than once, or one assigned later than that line)."""
-    view_of: dict[str, list[tuple[str, int]]] = {}  # name -> (base, index of the top-level statement)
-    called: dict[str, list[tuple[str, int]]] = {}  # the same, for what a user function's call may return
+    array assigned more than once, or one assigned later than that line).
+
+    An array of the function's own that nothing reads but the one line taking the view
+    (``row = (Z * 2.0)[0]``, a temporary in A-normal form) needs no check: no one sees it change."""
+    made_by_calls = made_by_calls or {}
+    view_of: dict[str, list[tuple[str, int, bool]]] = {}  # name -> (base, top-level statement, taken there)
+    called: dict[str, list[tuple[str, int, bool]]] = {}  # the same, for what a user function's call may return
     assigned: dict[str, int] = {}
     top: dict[str, int] = {}  # name -> index of a top-level statement assigning it
     sites: list[tuple[int, str, int]] = []
+    derived: set[str] = set(made_by_calls)  # names that may share an array with another name
 
     def count(target: cst.BaseExpression, k: int, at_top: bool) -> None:
         if isinstance(target, cst.Name):
@@ -123,16 +130,19 @@ def view_check_bases(body: list, params, made_by_calls: dict[str, tuple[str, ...
             target = n.targets[0].target
             base = view_base(n.value)
             if isinstance(target, (cst.Tuple, cst.List)) and isinstance(n.value, cst.Name):
-                base = n.value.value  # a, b = X: the rows of X
+                # a, b = X: the rows of X (of a tuple a call of yours returned: see below)
+                base = None if n.value.value in made_by_calls else n.value.value
                 names = [el.value.value for el in target.elements if isinstance(el.value, cst.Name)]
             else:
                 names = [target.value] if isinstance(target, cst.Name) else []
+            if base is not None or isinstance(n.value, cst.Name):
+                derived.update(_target_names(target))  # (may share an array with another name)
             if base is not None:
                 for name in names:
-                    view_of.setdefault(name, []).append((base, self.k))
-            for name in _target_names(target) if isinstance(n.value, cst.Call) else ():
-                for base in (made_by_calls or {}).get(name, ()):
-                    called.setdefault(name, []).append((base, self.k))
+                    view_of.setdefault(name, []).append((base, self.k, self.at_top))
+            for name in _target_names(target) if isinstance(n.value, (cst.Call, cst.Name)) else ():
+                for base in made_by_calls.get(name, ()):
+                    called.setdefault(name, []).append((base, self.k, self.at_top))
 
         def visit_AugAssign(self, n: cst.AugAssign) -> None:
             if isinstance(n.target, cst.Name):
@@ -144,14 +154,19 @@ def view_check_bases(body: list, params, made_by_calls: dict[str, tuple[str, ...
 
     for k, stmt in enumerate(body):
         stmt.visit(V(k, isinstance(stmt, cst.SimpleStatementLine)))
+    mentions = _mentions(body)
 
     def nameable(base: str, k: int) -> bool:
         return (base in params and base not in assigned) or (assigned.get(base) == 1 and top.get(base, k) < k)
 
+    def unseen(base: str, at_top: bool) -> bool:  # an array of its own that only the line taking the view reads
+        return (at_top and base not in params and base not in derived and assigned.get(base) == 1 and base in top
+                and mentions.get(base) == 2)
+
     found: dict[int, tuple[str, ...] | None] = {}
     for sid, name, k in sites:
-        bases = {b for b, j in view_of.get(name, ()) if j <= k}  # (a later top-level statement cannot reach it)
-        returned = {b for b, j in called.get(name, ()) if j <= k and b != name}
+        bases = {b for b, j, t in view_of.get(name, ()) if j <= k and not unseen(b, t)}  # (a later top-level statement cannot reach it)
+        returned = {b for b, j, t in called.get(name, ()) if j <= k and b != name and not unseen(b, t)}
         if not bases and not returned:
             continue
         every = sorted(bases | returned)
@@ -162,9 +177,26 @@ def view_check_bases(body: list, params, made_by_calls: dict[str, tuple[str, ...
     return found
 
 
+def _mentions(body: list) -> dict[str, int]:
+    """How many times each name is written in ``body`` (read or assigned)."""
+    counts: dict[str, int] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            counts[n.value] = counts.get(n.value, 0) + 1
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)  # (not the attribute's own name)
+            return False
+
+    for stmt in body:
+        stmt.visit(V())
+    return counts
+
+
 # --- views made by the user's own functions --------------------------------------------
 
-_RETURNED: dict = {}  # code object -> positions of the parameters the function may return a view of
+_BUSY = threading.local()  # per thread: the functions whose returned views are being worked out
 
 
 def _call_args(call: cst.Call, params: list[str]) -> dict[int, str]:
@@ -193,15 +225,26 @@ def returned_views(fn) -> frozenset[int]:
     """Positions of the parameters that user function ``fn`` may return, or return a view of
     (``return Z[i]``, ``return Z.T``, ``return Z``, either one of a returned tuple), directly or
     through the user functions it calls. The caller's name for the result then shares memory
-    with its argument: ``row = pick(Z, 0); row *= 2.0`` changes ``Z``."""
+    with its argument: ``row = pick(Z, 0); row *= 2.0`` changes ``Z``. A parameter the function
+    assigns anew before it returns (``h = np.tanh(h)``) is not the caller's array any more.
+
+    Worked out afresh for each build (a global the function reads may have changed since); a
+    function that calls itself sees no views of its own while its own are worked out."""
     fn = getattr(fn, "__srctrans_function__", fn)
-    key = getattr(fn, "__code__", None)
-    if key is None:
+    if isinstance(fn, types.MethodType):  # m.first(a, b): the call's arguments come after self
+        return frozenset(k - 1 for k in returned_views(fn.__func__) if k > 0)
+    if getattr(fn, "__code__", None) is None:
         return frozenset()
-    if key not in _RETURNED:
-        _RETURNED[key] = frozenset()  # (a recursive call sees no views while this one is worked out)
-        _RETURNED[key] = _returned_views(fn)
-    return _RETURNED[key]
+    busy = _BUSY.__dict__.setdefault("ids", set())
+    if id(fn) in busy:
+        return frozenset()
+    busy.add(id(fn))
+    try:
+        return _returned_views(fn)
+    except Exception:  # its own transformation reports any problem with its source
+        return frozenset()
+    finally:
+        busy.discard(id(fn))
 
 
 def _returned_views(fn) -> frozenset[int]:
@@ -209,11 +252,10 @@ def _returned_views(fn) -> frozenset[int]:
     from ..parse import parse_function
     from .resolve import is_user_function, lookup
 
-    try:
-        node = parse_function(capture(fn)).node
-    except Exception:  # its own transformation reports any problem with its source
-        return frozenset()
+    node = parse_function(capture(fn)).node
     params = [p.name.value for p in node.params.params]
+    if isinstance(node, cst.Lambda):  # one expression, returned
+        node = cst.FunctionDef(cst.Name("_"), node.params, cst.IndentedBlock([cst.SimpleStatementLine([cst.Return(node.body)])]))
     cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ()), strict=False))
 
     def callee(call: cst.Call):
@@ -224,7 +266,8 @@ def _returned_views(fn) -> frozenset[int]:
 
     body = list(node.body.body)
     may_view = call_views(body, callee)
-    reach: dict[str, set[str]] = {p: {p} for p in params}  # name -> parameters it may share memory with
+    renewed = _renewed_params(body, params, may_view)
+    reach: dict[str, set[str]] = {p: set() if p in renewed else {p} for p in params}  # name -> parameters it may share memory with
     for name, bases in may_view.items():
         reach.setdefault(name, set()).update(bases)
     for name, root in view_roots(body).items():
@@ -264,6 +307,48 @@ def _returned_views(fn) -> frozenset[int]:
     return frozenset(k for k, p in enumerate(params) if p in found)
 
 
+def _renewed_params(body: list, params: list[str], may_view: dict[str, tuple[str, ...]]) -> set[str]:
+    """Parameters a top-level statement assigns a value that is not their own array nor a view of it
+    (``h = np.tanh(h)``, ``x = np.copy(x)``) before any ``return``: the caller's array is not returned
+    through that name. (Views taken before that statement keep their own names.)"""
+    renewed: set[str] = set()
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            if _has_return(stmt):
+                break
+            continue
+        if any(isinstance(small, cst.Return) for small in stmt.body):
+            break
+        for small in stmt.body:
+            if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+                continue
+            target = small.targets[0].target
+            if not isinstance(target, cst.Name) or target.value not in params:
+                continue
+            p = target.value
+            value = small.value
+            same = (isinstance(value, cst.Name) and value.value in params) or view_base(value) is not None
+            if same or p in may_view:
+                renewed.discard(p)  # (its own array, a view of some array, or what a call of yours may return)
+            else:
+                renewed.add(p)
+    return renewed
+
+
+def _has_return(stmt: cst.CSTNode) -> bool:
+    class V(cst.CSTVisitor):
+        found = False
+
+        def visit_Return(self, n: cst.Return) -> None:
+            V.found = True
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+    stmt.visit(V())
+    return V.found
+
+
 def call_views(body: list, resolve) -> dict[str, tuple[str, ...]]:
     """Names assigned the result of a call of a user function that may return one of its
     arguments or a view of one (``row = pick(Z, 0)`` where ``pick`` returns ``Z[i]``), mapped to
@@ -286,6 +371,29 @@ def call_views(body: list, resolve) -> dict[str, tuple[str, ...]]:
                 for name in _target_names(t.target):
                     if bases:
                         found[name] = tuple(dict.fromkeys(found.get(name, ()) + bases))
+
+    for stmt in body:
+        stmt.visit(V())
+    changed = bool(found)
+    while changed:  # t1 = split(Z); a, b = t1 (A-normal form): a and b too
+        changed = False
+        for n in _assignments(body):
+            if isinstance(n.value, cst.Name) and n.value.value in found:
+                for t in n.targets:
+                    for name in _target_names(t.target):
+                        merged = tuple(dict.fromkeys(found.get(name, ()) + found[n.value.value]))
+                        if merged != found.get(name):
+                            found[name] = merged
+                            changed = True
+    return found
+
+
+def _assignments(body: list) -> list[cst.Assign]:
+    found: list[cst.Assign] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            found.append(n)
 
     for stmt in body:
         stmt.visit(V())
@@ -328,7 +436,8 @@ def user_call_views(body: list, resolve) -> dict[str, tuple[str, ...]]:
 
     def callee(call: cst.Call):
         obj = resolve(call.func)
-        return obj if is_user_function(obj) else None
+        method = isinstance(obj, types.MethodType) and is_user_function(obj.__func__)  # m.first(a, b)
+        return obj if method or is_user_function(obj) else None
 
     return call_views(body, callee)
 

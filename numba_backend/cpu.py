@@ -87,7 +87,7 @@ _NEEDS = {
         r"\b(sum|prod|mean|std|var|max|amax|min|amin|all|any|argmax|argmin|norm|einsum|tensordot|"
         r"squeeze|tile|stack|concatenate|hstack|vstack|array|at|matmul)\b|@"
     ),
-    "runtime_overloads": re.compile(r"\bsrctrans\.runtime\b|\brt\."),
+    "runtime_overloads": re.compile(r"\bsrctrans\.runtime\b|\brt\.|\bstop_gradient\b"),
     "random_overloads": re.compile(r"\brandom\b"),
     "batching_overloads": re.compile(r"\brt\.(batch_|prange\b)"),
     "forward_overloads": re.compile(r"\brt\.cholesky_jvp\b"),

@@ -34,6 +34,7 @@ from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from srctrans import runtime as rt
+from srctrans.ad.custom import stop_gradient
 
 __all__: list[str] = []
 
@@ -495,6 +496,13 @@ _SEED_MSG = (
     "grad requires a scalar output, got an array; use vjp for non-scalar outputs, "
     "or reduce (e.g. with np.sum) first"
 )
+
+
+@overload(stop_gradient)
+def _ov_stop_gradient(x):
+    """``srctrans.stop_gradient(x)`` as written in a compiled file: ``x`` itself (that its
+    derivative is zero is the business of the derivative rule, before anything compiles)."""
+    return lambda x: x
 
 
 @overload(rt.grad_seed)

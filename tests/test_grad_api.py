@@ -59,6 +59,13 @@ def stopped(x):
     return np.sum(srctrans.stop_gradient(x) * x)
 
 
+from srctrans import stop_gradient as frozen  # noqa: E402
+
+
+def stopped_by_another_name(w, x):
+    return np.sum(frozen(w) * x) + np.sum(w * x)
+
+
 def no_rule(x):
     return np.sum(np.fft.fft(x).real)
 
@@ -125,6 +132,18 @@ def test_custom_vjp_and_stop_gradient(m):
     np.testing.assert_allclose(srctrans.grad(m.clipped)(x), [1.0, 1.0])  # clip(10, -1, 1)
     np.testing.assert_allclose(srctrans.grad(m.stopped)(x), x)
     assert m.clip_gradient(3.0) == 3.0
+
+
+def test_stop_gradient_compiles(m):
+    """It failed to compile (Numba met the module attribute srctrans.stop_gradient)."""
+    x, w, xs = np.array([0.5, -2.0]), np.array([1.5, 0.25]), np.array([[0.5, -2.0], [1.0, 3.0], [0.0, 0.5]])
+    assert srctrans.jit(m.stopped)(x) == pytest.approx(m.stopped(x))
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(m.stopped))(x), x)
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(m.stopped_by_another_name))(w, x), x)
+    per_example = srctrans.jit(srctrans.vmap(srctrans.grad(m.stopped_by_another_name), in_axes=(None, 0)))
+    np.testing.assert_allclose(per_example(w, xs), xs)
+    batched = srctrans.jit(srctrans.vmap(m.stopped_by_another_name, in_axes=(None, 0)))
+    np.testing.assert_allclose(batched(w, xs), [m.stopped_by_another_name(w, r) for r in xs])
 
 
 def test_non_scalar_output_is_refused(m):

@@ -16,7 +16,7 @@ from typing import Any
 import libcst as cst
 
 from .analysis.names import NameGen, scan
-from .analysis.resolve import Binding, bind, describe_value, lookup
+from .analysis.resolve import Binding, bind, describe_value, is_user_function, lookup
 from .capture import Captured, capture
 from .emit import ModuleSpec, clean_signature, render, with_origins
 from .errors import SrcTransError, UnresolvedNameError, UnsupportedSyntaxError
@@ -86,7 +86,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         by_fn[id(pf.captured.fn)] = unit
         units.append(unit)
         _claim(namespace, emit_name, "function", pf.captured.fn, unit, pf.node)
-        _resolve(unit, namespace, static if is_entry else {}, introduced)
+        _resolve(unit, namespace, static if is_entry else {}, introduced, transform.name not in ("grad", "vjp", "jvp"))
         for binding in unit.bindings.values():
             if binding.kind == "callee" and id(binding.value) not in by_fn:
                 add(parse_function(capture(binding.value)), binding.name)
@@ -471,8 +471,13 @@ def _claim(namespace, name: str, kind: str, identity: Any, unit: _Unit, node: cs
     )
 
 
-def _resolve(unit: _Unit, namespace, static: dict[str, Any], introduced: dict[str, Any] | None = None) -> None:
-    """Bind each free name of the unit; ``introduced``: names a rewrite gave generated functions."""
+def _resolve(
+    unit: _Unit, namespace, static: dict[str, Any], introduced: dict[str, Any] | None = None, primal_custom: bool = False
+) -> None:
+    """Bind each free name of the unit; ``introduced``: names a rewrite gave generated functions.
+    ``primal_custom``: a function with a derivative of the user's (``srctrans.custom_vjp``,
+    ``custom_jvp``) is called as the function it wraps, a callee written into the file (what
+    jit and vmap need; the derivative transformations read its rule instead)."""
     pf = unit.pf
     cap = pf.captured
     names = scan(pf.node)
@@ -496,6 +501,8 @@ def _resolve(unit: _Unit, namespace, static: dict[str, Any], introduced: dict[st
             unit.bindings[name] = Binding(name, "builtin", value, "builtin")
             continue
         b = bind(name, value, origin, cap.module_name)
+        if primal_custom and _custom_rule(value) and is_user_function(value.fun):  # jit, vmap: the function itself
+            b = Binding(name, "callee", value.fun, origin)
         unit.bindings[name] = b
         if b.kind == "callee":
             _claim(namespace, name, "function", b.value, unit, node)
@@ -512,6 +519,13 @@ def _resolve(unit: _Unit, namespace, static: dict[str, Any], introduced: dict[st
         kind = "literal" if text is not None else "bound"
         unit.bindings[name] = Binding(name, kind, value, "static", text or "")
         _claim(namespace, name, kind, value, unit, pf.node)
+
+
+def _custom_rule(value: Any) -> bool:
+    from .ad.custom import custom_vjp
+    from .ad.custom_jvp import custom_jvp
+
+    return isinstance(value, (custom_vjp, custom_jvp))
 
 
 def _numpy_name(namespace) -> str:

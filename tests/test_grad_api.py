@@ -134,6 +134,17 @@ def test_custom_vjp_and_stop_gradient(m):
     assert m.clip_gradient(3.0) == 3.0
 
 
+def test_a_custom_vjp_compiles_and_batches_as_the_function_it_wraps(m):
+    """jit and vmap call the wrapped function itself (jit failed to compile: Numba met the
+    custom_vjp object); grad, compiled or not, still reads the rule."""
+    xs = np.array([[0.5, -2.0], [1.0, 3.0]])
+    assert srctrans.jit(m.clipped)(xs[0]) == pytest.approx(m.clipped(xs[0]))
+    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(m.clipped))(xs), [m.clipped(x) for x in xs])
+    np.testing.assert_allclose(srctrans.vmap(m.clipped)(xs), [m.clipped(x) for x in xs])
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(m.clipped))(xs[0]), [1.0, 1.0])  # the rule clips 10 to 1
+    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(srctrans.grad(m.clipped)))(xs), np.ones((2, 2)))
+
+
 def test_stop_gradient_compiles(m):
     """It failed to compile (Numba met the module attribute srctrans.stop_gradient)."""
     x, w, xs = np.array([0.5, -2.0]), np.array([1.5, 0.25]), np.array([[0.5, -2.0], [1.0, 3.0], [0.0, 0.5]])

@@ -103,6 +103,18 @@ def test_custom_jvp_rule_is_used_and_grad_refuses_it():
         srctrans.grad(lambda x: np.sum(uses_custom(x)))(x)
 
 
+def test_custom_jvp_compiles_and_batches_as_the_function_it_wraps():
+    """jit and vmap call the wrapped function itself (jit failed to compile: Numba met the
+    custom_jvp object); jvp still reads the rule."""
+    xs = np.array([[0.1, -0.2], [0.5, 0.25], [1.0, 2.0]])
+    want = np.stack([uses_custom(x) for x in xs])
+    np.testing.assert_allclose(srctrans.jit(uses_custom)(xs[0]), want[0])
+    np.testing.assert_allclose(srctrans.vmap(uses_custom)(xs), want)
+    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(uses_custom))(xs), want)
+    _, t = srctrans.jvp(uses_custom, (xs[0],), (np.array([1.0, 0.1]),))
+    np.testing.assert_allclose(t, [1.0 + 1.0, 0.3 + 0.1])
+
+
 def test_integer_arguments_carry_no_tangent():
     def f(x, n):
         return x * n

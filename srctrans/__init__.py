@@ -7,7 +7,7 @@ pdb keep working.
 
 __version__ = "0.1.0"
 
-from . import distributed, sharding  # noqa: E402
+from . import distributed, random, sharding  # noqa: E402  (srctrans.random.key(0), as jax.random)
 from .ad.custom import custom_vjp, stop_gradient  # noqa: E402
 from .ad.custom_jvp import custom_jvp  # noqa: E402
 from .api import grad, hessian, jacfwd, jacrev, jit, jvp, linearize, source, source_path, value_and_grad, vjp  # noqa: E402
@@ -61,6 +61,7 @@ __all__ = [
     "pmean",
     "pmin",
     "psum",
+    "random",
     "set_mesh",
     "sharding",
     "source",

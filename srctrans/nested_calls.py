@@ -340,9 +340,9 @@ class _Rewriter(cst.CSTTransformer):
             return self._jvp(original, updated)
         if isinstance(updated.func, cst.Call):
             inner = self.api_function(updated.func.func)
-            if inner in ("grad", "jit"):
+            if inner in ("grad", "jit", "value_and_grad"):
                 return self._call_of(inner, original, updated)
-            if inner in ("value_and_grad", "jacfwd", "jacrev", "hessian"):
+            if inner in ("jacfwd", "jacrev", "hessian"):
                 return self.refuse(
                     original, f"{self.nested.transform_name} through srctrans.{inner}(...)(...) inside the function "
                     "is not supported yet",
@@ -372,7 +372,8 @@ class _Rewriter(cst.CSTTransformer):
         return known and value is vmap
 
     def refuse(self, node: cst.CSTNode, message: str, hint: str) -> cst.Call | None:
-        """Raise a located error where the outer transformation is a derivative; elsewhere leave the call."""
+        """Raise a located error where the outer transformation is a derivative; elsewhere leave the call
+        (under jit, Numba then names the line it cannot compile; with jit disabled, the call runs)."""
         if self.nested.transform_name in _DERIVATIVES:
             raise self.pf.error(UnsupportedSyntaxError, node, message, hint)
         return None
@@ -500,15 +501,16 @@ class _Rewriter(cst.CSTTransformer):
         if options is None:
             return updated
         from . import api
+        from .nesting import value_and_adjoint_function
 
         try:
-            made = api.grad(fn, **options)
-            target = made.__srctrans_function__
+            made = getattr(api, kind)(fn, **options)
+            target = value_and_adjoint_function(made) if kind == "value_and_grad" else made.__srctrans_function__
         except (TypeError, ValueError, AttributeError) as err:
-            return self.refuse(original, f"{what}: {err}", "call srctrans.grad outside the function instead") or updated
+            return self.refuse(original, f"{what}: {err}", f"call srctrans.{kind} outside the function instead") or updated
         self.nested.keep.append(made)
         key = (kind, id(fn), repr(sorted(options.items())))
-        return self.call(key, f"{_stem(fn)}_grad", lambda: target, list(updated.args), original)
+        return self.call(key, f"{_stem(fn)}_{kind}", lambda: target, list(updated.args), original)
 
 
 def _reads_srctrans(cap) -> bool:

@@ -15,6 +15,30 @@ from collections.abc import Callable
 from .pipeline import Transform
 
 
+def value_and_adjoint_function(inner) -> Callable:
+    """The adjoint file of ``inner`` (a ``srctrans.value_and_grad``) as a plain function returning
+    ``(value, gradient)``, as the adjoint file does (``f_grad(x) -> (out, x_bar)``). Raises
+    ``TypeError`` for what it cannot give yet: ``has_aux``, static arguments, ``argnums=(k,)``."""
+    from .api import Jitted
+
+    args = getattr(inner, "_grad_args", None)
+    if args is None:
+        raise TypeError(f"expected a srctrans.value_and_grad, got {inner!r}")
+    if args["has_aux"]:
+        raise TypeError("has_aux=True is not supported here yet")
+    if inner._static:
+        raise TypeError("static arguments are not supported here yet")
+    if not inner._single and len(inner._wrt) == 1:
+        raise TypeError("argnums=(k,) (a tuple of one gradient) is not supported here yet; write argnums=k")
+    options = tuple(o for o in inner._transform.options if o[0] in ("wrt", "compiled"))
+    runner = Jitted(inner._fn, _transform=Transform("grad", options), _compile=False)
+    runner._wrt = inner._wrt
+    spec = runner._any_spec()
+    if any(m[0] != "arg" for m in spec.gen.meta["params"]):
+        raise TypeError("methods and pytree arguments are not supported here yet")
+    return spec.python
+
+
 def adjoint_function(inner) -> Callable:
     """The adjoint file of ``inner`` (a ``srctrans.grad``) as a plain function returning the gradient.
 

@@ -89,6 +89,9 @@ def inline_value_and_grad(x):
     value, g = srctrans.value_and_grad(f)(x)
     return value + np.sum(g)
 
+def inline_hessian(x):
+    return np.sum(srctrans.hessian(f)(x))
+
 lam = lambda x: np.sum(np.sin(x) * x) * x[0]
 
 def via_lambda(x, v):
@@ -267,16 +270,27 @@ def test_inline_jit_calls_the_function(model):
         ("with_aux", "has_aux is not supported yet"),
         ("wrong_count", "takes 2 arguments, got 1"),
         ("calls_vjp", "srctrans.vjp inside the function is not supported yet"),
-        ("inline_value_and_grad", "grad through srctrans.value_and_grad"),
+        ("inline_hessian", "grad through srctrans.hessian"),
     ],
 )
 def test_what_cannot_be_read_is_refused_with_the_line(model, name, message):
     fn = getattr(model, name)
-    args = (X, V) if name != "inline_value_and_grad" else (X,)
+    args = (X, V) if name != "inline_hessian" else (X,)
     with pytest.raises(UnsupportedSyntaxError, match=message) as info:
         srctrans.grad(fn)(*args)
     assert info.value.line is not None
     assert "srctrans." in (info.value.source_line or "")
+
+
+def test_an_inline_value_and_grad_is_a_call_of_the_adjoint_file(model):
+    """It was refused; the adjoint file returns (value, gradient) as value_and_grad does."""
+    fn = model.inline_value_and_grad
+    want = fn(X)
+    np.testing.assert_allclose(srctrans.jit(fn)(X), want, rtol=1e-13)
+    numeric = np.array([(fn(X + 1e-6 * e) - fn(X - 1e-6 * e)) / 2e-6 for e in np.eye(X.size)])
+    np.testing.assert_allclose(srctrans.grad(fn)(X), numeric, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(srctrans.jvp(fn, (X,), (V,))[1], numeric @ V, rtol=1e-6)
+    assert "f_value_and_grad(x)" in srctrans.jit(fn).source()
 
 
 def test_a_refused_call_still_runs_uncompiled(model):

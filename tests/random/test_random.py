@@ -582,3 +582,11 @@ def test_numba_bad_key_is_a_typing_error(compiled):
         bad(np.zeros(2, np.int64))
     with pytest.raises(TypeError, match="shape"):
         bad(np.zeros(3, np.uint32))
+
+
+def test_srctrans_random_is_an_attribute_of_srctrans():
+    """As ``jax.random`` after ``import jax``: no ``import srctrans.random`` needed (checked in a fresh process)."""
+    code = ("import srctrans, numpy as np; k = srctrans.random.PRNGKey(0); "
+            "print(srctrans.random.normal(k, (2,)).shape, 'random' in srctrans.__all__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "(2,) True"

@@ -510,6 +510,15 @@ class _Rewriter(cst.CSTTransformer):
             return self.refuse(original, f"{what}: {err}", f"call srctrans.{kind} outside the function instead") or updated
         self.nested.keep.append(made)
         key = (kind, id(fn), repr(sorted(options.items())))
+        if kind == "value_and_grad" and self.nested.transform_name in _DERIVATIVES:
+            # differentiated: the value as a call of f itself (its own rules: custom_vjp, ...) beside
+            # the gradient, (f(x), f_grad(x)); the adjoint file's forward pass would lose those rules
+            grad_key = ("grad", id(fn), repr(sorted(options.items())))
+            plain = getattr(fn, "__srctrans_function__", fn)
+            value = self.call(("plain", id(plain)), _stem(fn), lambda: plain, list(updated.args), original)
+            gradient = self.call(grad_key, f"{_stem(fn)}_grad", lambda: api.grad(fn, **options).__srctrans_function__,
+                                 list(updated.args), original)
+            return cst.Tuple([cst.Element(value), cst.Element(gradient)])
         return self.call(key, f"{_stem(fn)}_{kind}", lambda: target, list(updated.args), original)
 
 

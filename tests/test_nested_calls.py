@@ -651,3 +651,41 @@ def test_jit_of_a_vmap_of_a_grad_of_a_function_calling_vmap(make_module):
             down[idx] -= eps
             numeric[idx] = (mod.inline(up, y) - mod.inline(down, y)) / (2 * eps)
         np.testing.assert_allclose(got[k], numeric, rtol=1e-6, atol=1e-8)
+
+
+CUSTOM_INSIDE = """
+import numpy as np
+import srctrans
+
+@srctrans.custom_vjp
+def clipped(x):
+    return x * 1.0
+
+def clipped_fwd(x):
+    return x * 1.0, 0.0
+
+def clipped_bwd(res, g):
+    return (np.clip(g, -1.0, 1.0),)
+
+clipped.defvjp(clipped_fwd, clipped_bwd)
+
+def f(x):
+    return np.sum(clipped(x) * 10.0)
+
+def value_only(x):
+    v, g = srctrans.value_and_grad(f)(x)
+    return v
+"""
+
+
+def test_an_inline_value_and_grad_keeps_the_custom_rule_of_the_value(make_module):
+    """Differentiated, the value is a call of f itself, whose custom_vjp gives its derivative (the
+    adjoint file's forward pass gave the plain derivative, 10 where the rule says 1). Refused is
+    acceptable; the plain derivative is not."""
+    mod = make_module(CUSTOM_INSIDE)
+    x = np.array([0.5, -2.0, 3.0])
+    try:
+        got = srctrans.grad(mod.value_only)(x)
+    except srctrans.SrcTransError:
+        return
+    np.testing.assert_allclose(got, srctrans.grad(mod.f)(x))

@@ -20,13 +20,39 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ..rules.memory import MAYBE_VIEW_RESULTS, VIEW_RESULTS, last_names
+from ..rules.memory import MAYBE_VIEW_RESULTS, NEW_ARRAYS, VIEW_RESULTS, last_names
 from .activity import targets_of
 
 _CODE = cst.Module(body=[])
 
 VIEW_CALLS = last_names(VIEW_RESULTS)
 MAYBE_VIEW_CALLS = last_names(MAYBE_VIEW_RESULTS)  # the argument itself when it is an array
+
+
+_NEW_ARRAY_CALLS = last_names(NEW_ARRAYS)
+_MODULES = ("np", "numpy")
+
+
+def new_array(value: cst.BaseExpression) -> bool:
+    """Whether ``value`` is a new array for certain (arithmetic, a comparison, ``np.tanh(x)``,
+    ``np.zeros(n)``, ``x.copy()``), which no other name shares. False where it may not be:
+    anything else (``x.real``, ``np.flip(x)``, ``x.view()``, a call of yours) may be a view."""
+    import numpy
+
+    if isinstance(value, (cst.BinaryOperation, cst.Comparison)):
+        return True
+    if isinstance(value, cst.UnaryOperation):
+        return not isinstance(value.operator, cst.Plus)  # (+x may be x itself)
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
+        return False
+    if any(a.keyword is not None and a.keyword.value in ("out", "copy") for a in value.args):
+        return False
+    name, receiver = value.func.attr.value, value.func.value
+    if isinstance(receiver, cst.Name) and receiver.value in _MODULES:
+        return name in _NEW_ARRAY_CALLS or isinstance(getattr(numpy, name, None), numpy.ufunc)
+    if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value in _MODULES:
+        return receiver.attr.value in _NEW_ARRAY_CALLS  # np.linalg.solve(a, b)
+    return name == "copy" and not value.args
 
 
 def view_base(value: cst.BaseExpression) -> str | None:
@@ -107,7 +133,7 @@ def view_check_bases(body: list, params, made_by_calls: dict[str, tuple[str, ...
     assigned: dict[str, int] = {}
     top: dict[str, int] = {}  # name -> index of a top-level statement assigning it
     sites: list[tuple[int, str, int]] = []
-    derived: set[str] = set(made_by_calls)  # names that may share an array with another name
+    fresh: set[str] = set()  # names assigned a new array for certain (see new_array)
 
     def count(target: cst.BaseExpression, k: int, at_top: bool) -> None:
         if isinstance(target, cst.Name):
@@ -135,8 +161,8 @@ def view_check_bases(body: list, params, made_by_calls: dict[str, tuple[str, ...
                 names = [el.value.value for el in target.elements if isinstance(el.value, cst.Name)]
             else:
                 names = [target.value] if isinstance(target, cst.Name) else []
-            if base is not None or isinstance(n.value, cst.Name):
-                derived.update(_target_names(target))  # (may share an array with another name)
+            if isinstance(target, cst.Name) and new_array(n.value):
+                fresh.add(target.value)
             if base is not None:
                 for name in names:
                     view_of.setdefault(name, []).append((base, self.k, self.at_top))
@@ -160,8 +186,7 @@ def view_check_bases(body: list, params, made_by_calls: dict[str, tuple[str, ...
         return (base in params and base not in assigned) or (assigned.get(base) == 1 and top.get(base, k) < k)
 
     def unseen(base: str, at_top: bool) -> bool:  # an array of its own that only the line taking the view reads
-        return (at_top and base not in params and base not in derived and assigned.get(base) == 1 and base in top
-                and mentions.get(base) == 2)
+        return at_top and base in fresh and assigned.get(base) == 1 and base in top and mentions.get(base) == 2
 
     found: dict[int, tuple[str, ...] | None] = {}
     for sid, name, k in sites:
@@ -228,8 +253,9 @@ def returned_views(fn) -> frozenset[int]:
     with its argument: ``row = pick(Z, 0); row *= 2.0`` changes ``Z``. A parameter the function
     assigns anew before it returns (``h = np.tanh(h)``) is not the caller's array any more.
 
-    Worked out afresh for each build (a global the function reads may have changed since); a
-    function that calls itself sees no views of its own while its own are worked out."""
+    Worked out afresh for each outermost call (a global the function reads may have changed
+    since), each function once within it; a function that calls itself sees no views of its
+    own while its own are worked out."""
     fn = getattr(fn, "__srctrans_function__", fn)
     if isinstance(fn, types.MethodType):  # m.first(a, b): the call's arguments come after self
         return frozenset(k - 1 for k in returned_views(fn.__func__) if k > 0)
@@ -238,13 +264,21 @@ def returned_views(fn) -> frozenset[int]:
     busy = _BUSY.__dict__.setdefault("ids", set())
     if id(fn) in busy:
         return frozenset()
+    outermost = not busy
+    memo = _BUSY.__dict__.setdefault("memo", {})  # for one outermost call: each function read once
+    if id(fn) in memo:
+        return memo[id(fn)][1]
     busy.add(id(fn))
     try:
-        return _returned_views(fn)
+        found = _returned_views(fn)
     except Exception:  # its own transformation reports any problem with its source
-        return frozenset()
+        found = frozenset()
     finally:
         busy.discard(id(fn))
+    memo[id(fn)] = (fn, found)  # (holding fn keeps its id from being reused meanwhile)
+    if outermost:
+        memo.clear()
+    return found
 
 
 def _returned_views(fn) -> frozenset[int]:
@@ -266,12 +300,34 @@ def _returned_views(fn) -> frozenset[int]:
 
     body = list(node.body.body)
     may_view = call_views(body, callee)
-    renewed = _renewed_params(body, params, may_view)
-    reach: dict[str, set[str]] = {p: set() if p in renewed else {p} for p in params}  # name -> parameters it may share memory with
-    for name, bases in may_view.items():
-        reach.setdefault(name, set()).update(bases)
-    for name, root in view_roots(body).items():
-        reach.setdefault(name, set()).add(root)
+    renewed = _renewed_params(body, params, may_view, callee)
+
+    def sources(value: cst.BaseExpression) -> set[str]:
+        """The names whose arrays ``value`` may be (or be a view of): none for a new array, the
+        arguments a call of yours may return, and else, to be safe, every name it reads."""
+        if isinstance(value, cst.Name):
+            return {value.value}
+        if isinstance(value, cst.IfExp):
+            return sources(value.body) | sources(value.orelse)
+        if isinstance(value, cst.BooleanOperation):
+            return sources(value.left) | sources(value.right)
+        if isinstance(value, (cst.Tuple, cst.List)):
+            return set().union(*(sources(el.value) for el in value.elements)) if value.elements else set()
+        if new_array(value):
+            return set()
+        if isinstance(value, cst.Call) and callee(value) is not None:
+            fn_ = callee(value)
+            given = _call_args(value, _params_of(getattr(fn_, "__srctrans_function__", fn_)))
+            return {given[k] for k in returned_views(fn_) if k in given}
+        if view_base(value) is not None:
+            return {view_base(value)}
+        return set(_reads(value))
+
+    reach: dict[str, set[str]] = {p: set() if p in renewed else {p} for p in params}  # name -> names it may share memory with
+    for n in _assignments(body):
+        for t in n.targets:
+            for name in _target_names(t.target):
+                reach.setdefault(name, set()).update(sources(n.value) - {name})
     changed = True
     while changed:  # close over chains (a = Z[0]; b = a.T)
         changed = False
@@ -290,24 +346,38 @@ def _returned_views(fn) -> frozenset[int]:
             return False
 
         def visit_Return(self, n: cst.Return) -> None:
-            if isinstance(n.value, (cst.Tuple, cst.List)):
-                values = [el.value for el in n.value.elements]
-            else:
-                values = [n.value] if n.value is not None else []
-            for v in values:
-                if isinstance(v, cst.Name):
-                    found.update(reach.get(v.value, ()))
-                elif view_base(v) is not None:
-                    found.update(reach.get(view_base(v), ()))
-                elif isinstance(v, cst.Call):
-                    for b in call_views([cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name("r"))], v)])], callee).get("r", ()):
-                        found.update(reach.get(b, ()))
+            if n.value is not None:
+                for b in sources(n.value):
+                    found.update(reach.get(b, {b}))
 
     node.visit(Returns())
     return frozenset(k for k, p in enumerate(params) if p in found)
 
 
-def _renewed_params(body: list, params: list[str], may_view: dict[str, tuple[str, ...]]) -> set[str]:
+def _reads(value: cst.BaseExpression) -> list[str]:
+    """Every name ``value`` reads (not attribute names, nor the names of functions it calls)."""
+    found: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Call(self, n: cst.Call) -> bool:
+            if not isinstance(n.func, cst.Name):
+                n.func.visit(self)
+            for a in n.args:
+                a.value.visit(self)
+            return False
+
+    value.visit(V())
+    return found
+
+
+def _renewed_params(body: list, params: list[str], may_view: dict[str, tuple[str, ...]], callee) -> set[str]:
     """Parameters a top-level statement assigns a value that is not their own array nor a view of it
     (``h = np.tanh(h)``, ``x = np.copy(x)``) before any ``return``: the caller's array is not returned
     through that name. (Views taken before that statement keep their own names.)"""
@@ -327,11 +397,11 @@ def _renewed_params(body: list, params: list[str], may_view: dict[str, tuple[str
                 continue
             p = target.value
             value = small.value
-            same = (isinstance(value, cst.Name) and value.value in params) or view_base(value) is not None
-            if same or p in may_view:
-                renewed.discard(p)  # (its own array, a view of some array, or what a call of yours may return)
+            yours = isinstance(value, cst.Call) and callee(value) is not None and p not in may_view
+            if new_array(value) or yours:
+                renewed.add(p)  # (a new array, or what a function of yours returns that is none of its arguments)
             else:
-                renewed.add(p)
+                renewed.discard(p)  # (its own array, a view, or what may be one: h.real, np.flip(h))
     return renewed
 
 

@@ -18,6 +18,20 @@ VIEW_RESULTS = frozenset({
 # Results that are the argument itself when it is an array (a new array when it is a list).
 MAYBE_VIEW_RESULTS = frozenset({"numpy.asarray", "numpy.asanyarray", "numpy.ascontiguousarray", "numpy.asfortranarray"})
 
+# Results that are a new array for certain (besides NumPy's ufuncs, arithmetic and comparisons):
+# an array of the function's own that no other name shares.
+NEW_ARRAYS = frozenset({
+    "numpy.copy", "ndarray.copy", "numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full", "numpy.zeros_like",
+    "numpy.ones_like", "numpy.empty_like", "numpy.full_like", "numpy.eye", "numpy.identity", "numpy.arange",
+    "numpy.linspace", "numpy.stack", "numpy.concatenate", "numpy.hstack", "numpy.vstack", "numpy.dot",
+    "numpy.matmul", "numpy.outer", "numpy.inner", "numpy.tensordot", "numpy.einsum", "numpy.sum", "numpy.mean",
+    "numpy.prod", "numpy.cumsum", "numpy.cumprod", "numpy.tile", "numpy.repeat", "numpy.sort", "numpy.clip",
+    "numpy.where", "numpy.array", "numpy.pad", "numpy.diff", "numpy.cross", "numpy.kron", "numpy.trace",
+    "numpy.max", "numpy.min", "numpy.amax", "numpy.amin", "numpy.var", "numpy.std", "numpy.argsort",
+    "numpy.argmax", "numpy.argmin", "numpy.roll", "numpy.take", "numpy.round", "numpy.around",
+    "numpy.logaddexp", "numpy.linalg",  # (numpy.linalg: every function of it, np.linalg.solve(a, b))
+})
+
 # Calls that write into their first argument and return None: ``np.copyto(y, x)``.
 WRITES_FIRST_ARGUMENT = frozenset({
     "numpy.copyto", "numpy.put", "numpy.place", "numpy.putmask", "numpy.fill_diagonal", "numpy.put_along_axis",

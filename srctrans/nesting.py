@@ -19,7 +19,6 @@ def value_and_adjoint_function(inner) -> Callable:
     """The adjoint file of ``inner`` (a ``srctrans.value_and_grad``) as a plain function returning
     ``(value, gradient)``, as the adjoint file does (``f_grad(x) -> (out, x_bar)``). Raises
     ``TypeError`` for what it cannot give yet: ``has_aux``, static arguments, ``argnums=(k,)``."""
-    from .api import Jitted
 
     args = getattr(inner, "_grad_args", None)
     if args is None:
@@ -31,12 +30,7 @@ def value_and_adjoint_function(inner) -> Callable:
     if not inner._single and len(inner._wrt) == 1:
         raise TypeError("argnums=(k,) (a tuple of one gradient) is not supported here yet; write argnums=k")
     options = tuple(o for o in inner._transform.options if o[0] in ("wrt", "compiled"))
-    runner = Jitted(inner._fn, _transform=Transform("grad", options), _compile=False)
-    runner._wrt = inner._wrt
-    spec = runner._any_spec()
-    if any(m[0] != "arg" for m in spec.gen.meta["params"]):
-        raise TypeError("methods and pytree arguments are not supported here yet")
-    return spec.python
+    return _adjoint_file(inner, options, "methods and pytree arguments are not supported here yet")
 
 
 def adjoint_function(inner) -> Callable:
@@ -45,7 +39,6 @@ def adjoint_function(inner) -> Callable:
     Raises ``TypeError`` for what has no such function yet: ``value_and_grad`` (its output
     is a pair), ``has_aux``, static arguments.
     """
-    from .api import Jitted
 
     args = getattr(inner, "_grad_args", None)
     if args is None:
@@ -61,11 +54,19 @@ def adjoint_function(inner) -> Callable:
         raise TypeError("a grad with static arguments cannot be differentiated again yet")
     # (a compiled grad's file loops over the examples of the vmapped functions it calls)
     options = tuple(o for o in inner._transform.options if o[0] in ("wrt", "has_aux", "compiled")) + (("grads_only", True),)
+    return _adjoint_file(inner, options, "a grad of a method or of pytree arguments cannot be differentiated again yet")
+
+
+def _adjoint_file(inner, options: tuple, refusal: str) -> Callable:
+    """The function of ``inner``'s adjoint file generated with ``options``; ``refusal`` where its
+    parameters are not plain arguments (a method's, pytree leaves)."""
+    from .api import Jitted
+
     runner = Jitted(inner._fn, _transform=Transform("grad", options), _compile=False)
     runner._wrt = inner._wrt
     spec = runner._any_spec()
     if any(m[0] != "arg" for m in spec.gen.meta["params"]):
-        raise TypeError("a grad of a method or of pytree arguments cannot be differentiated again yet")
+        raise TypeError(refusal)
     return spec.python
 
 

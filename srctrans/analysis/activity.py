@@ -96,10 +96,13 @@ def names_in(node: cst.CSTNode) -> set[str]:
 
 
 def targets_of(target: cst.BaseExpression) -> list[str]:
+    """The names an assignment target binds (``a``, ``a, (b, *c)``); none for ``y[i]`` or ``o.attr``."""
     if isinstance(target, cst.Name):
         return [target.value]
     if isinstance(target, (cst.Tuple, cst.List)):
         return [n for el in target.elements for n in targets_of(el.value)]
+    if isinstance(target, cst.StarredElement):
+        return targets_of(target.value)
     return []
 
 

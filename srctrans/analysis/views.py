@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..rules.memory import MAYBE_VIEW_RESULTS, NEW_ARRAYS, VIEW_RESULTS, last_names
-from .activity import targets_of
+from .activity import names_in, targets_of
 
 _CODE = cst.Module(body=[])
 
@@ -166,7 +166,7 @@ def view_check_bases(body: list, params, made_by_calls: dict[str, tuple[str, ...
             if base is not None:
                 for name in names:
                     view_of.setdefault(name, []).append((base, self.k, self.at_top))
-            for name in _target_names(target) if isinstance(n.value, (cst.Call, cst.Name)) else ():
+            for name in targets_of(target) if isinstance(n.value, (cst.Call, cst.Name)) else ():
                 for base in made_by_calls.get(name, ()):
                     called.setdefault(name, []).append((base, self.k, self.at_top))
 
@@ -321,12 +321,12 @@ def _returned_views(fn) -> frozenset[int]:
             return {given[k] for k in returned_views(fn_) if k in given}
         if view_base(value) is not None:
             return {view_base(value)}
-        return set(_reads(value))
+        return names_in(value)
 
     reach: dict[str, set[str]] = {p: set() if p in renewed else {p} for p in params}  # name -> names it may share memory with
     for n in _assignments(body):
         for t in n.targets:
-            for name in _target_names(t.target):
+            for name in targets_of(t.target):
                 reach.setdefault(name, set()).update(sources(n.value) - {name})
     changed = True
     while changed:  # close over chains (a = Z[0]; b = a.T)
@@ -352,29 +352,6 @@ def _returned_views(fn) -> frozenset[int]:
 
     node.visit(Returns())
     return frozenset(k for k, p in enumerate(params) if p in found)
-
-
-def _reads(value: cst.BaseExpression) -> list[str]:
-    """Every name ``value`` reads (not attribute names, nor the names of functions it calls)."""
-    found: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.append(n.value)
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
-            return False
-
-        def visit_Call(self, n: cst.Call) -> bool:
-            if not isinstance(n.func, cst.Name):
-                n.func.visit(self)
-            for a in n.args:
-                a.value.visit(self)
-            return False
-
-    value.visit(V())
-    return found
 
 
 def _renewed_params(body: list, params: list[str], may_view: dict[str, tuple[str, ...]], callee) -> set[str]:
@@ -438,7 +415,7 @@ def call_views(body: list, resolve) -> dict[str, tuple[str, ...]]:
             given = _call_args(n.value, _params_of(getattr(fn, "__srctrans_function__", fn)))
             bases = tuple(given[k] for k in sorted(viewed) if k in given)
             for t in n.targets:
-                for name in _target_names(t.target):
+                for name in targets_of(t.target):
                     if bases:
                         found[name] = tuple(dict.fromkeys(found.get(name, ()) + bases))
 
@@ -450,7 +427,7 @@ def call_views(body: list, resolve) -> dict[str, tuple[str, ...]]:
         for n in _assignments(body):
             if isinstance(n.value, cst.Name) and n.value.value in found:
                 for t in n.targets:
-                    for name in _target_names(t.target):
+                    for name in targets_of(t.target):
                         merged = tuple(dict.fromkeys(found.get(name, ()) + found[n.value.value]))
                         if merged != found.get(name):
                             found[name] = merged
@@ -468,16 +445,6 @@ def _assignments(body: list) -> list[cst.Assign]:
     for stmt in body:
         stmt.visit(V())
     return found
-
-
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for el in target.elements for n in _target_names(el.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
 
 
 @dataclass

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from ..analysis.activity import targets_of
 from ..analysis.names import NameGen, scan
 
 
@@ -46,7 +47,7 @@ def index_results(node: cst.FunctionDef, arity: Callable[[cst.BaseExpression], i
 
         def visit_Assign(self, n: cst.Assign) -> None:
             for t in n.targets:
-                for name in _names(t.target):
+                for name in targets_of(t.target):
                     assigned[name] += 1
             target = n.targets[0].target
             if len(n.targets) == 1 and isinstance(target, cst.Name) and isinstance(n.value, cst.Call):
@@ -59,11 +60,11 @@ def index_results(node: cst.FunctionDef, arity: Callable[[cst.BaseExpression], i
                     indexed.setdefault(n.value.value.value, []).append(k)
 
         def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            for name in _names(n.target):
+            for name in targets_of(n.target):
                 assigned[name] += 1
 
         def visit_For(self, n: cst.For) -> None:
-            for name in _names(n.target):
+            for name in targets_of(n.target):
                 assigned[name] += 1
 
         def visit_Name(self, n: cst.Name) -> None:
@@ -103,13 +104,3 @@ def index_results(node: cst.FunctionDef, arity: Callable[[cst.BaseExpression], i
             return cst.FlattenSentinel([updated, unpack])
 
     return node.with_changes(body=node.body.visit(Rewrite()))
-
-
-def _names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for el in target.elements for n in _names(el.value)]
-    if isinstance(target, cst.StarredElement):
-        return _names(target.value)
-    return []

@@ -114,10 +114,7 @@ class _Callees:
         self.busy: set[int] = set()
 
     def __call__(self, fn, infos: list[Info]) -> tuple[str, Info]:
-        from ..ad.reverse import _LOCAL
-        from ..build import _resolver
         from ..rules.batching import Unbatchable
-        from .vectorize import NoBatchRule, vectorize
 
         key = (id(fn), tuple(infos))
         if key in self.found:
@@ -132,16 +129,52 @@ class _Callees:
         effect = _side_effect(normal)
         if effect:
             raise Unbatchable(f"{label} {effect} (called with batched arguments, it runs one example at a time)")
+        tag = "_".join(("b" if i.batched else "u") + ("" if i.rank is None else str(i.rank)) for i in infos)
+        name = f"{unit.emit_name}_vmap_{tag}"
+        while name in self.taken or name in self.namespace:
+            name += "_"
+        node, out = self._rewritten(fn, unit, normal, infos, name, label)
+        self.taken.add(name)
+        self.made.append(node)
+        self.found[key] = (name, out)
+        return self.found[key]
+
+    def unbatched_result(self, fn, infos: list[Info]) -> Info:
+        """What is known of the result of your function ``fn`` called with unbatched arguments
+        (``Wn = norm_rows(W)``, run once for every example as written): unbatched, and its rank
+        where the rewrite's analysis of ``fn`` finds one (``W @ x`` then needs no loop)."""
+        from ..rules.batching import Unbatchable
+
+        unknown = Info(False, None)
+        key = ("unbatched", id(fn), tuple(infos))
+        if key in self.found:
+            return self.found[key][1]
+        unit = self.by_fn.get(id(fn))
+        if unit is None or id(fn) in self.busy:
+            return unknown
+        try:  # (the rewrite is read for the result's rank only, and not written)
+            _, out = self._rewritten(fn, unit, _normal_form(unit, self.np_name, self.namespace), infos, "_", "")
+        except Unbatchable:
+            out = unknown
+        # (the rewrite's return broadcasts an unbatched result: its rank is one example's all the same)
+        out = Info(False, out.rank) if out.length is None else unknown
+        self.found[key] = ("", out)
+        return out
+
+    def _rewritten(self, fn, unit, normal: cst.FunctionDef, infos: list[Info], name: str, label: str) -> tuple[cst.FunctionDef, Info]:
+        """``normal`` vectorized for arguments ``infos`` as function ``name``, and what is known of
+        its result; :class:`Unbatchable`, saying why, where the rewrite cannot express it."""
+        from ..ad.reverse import _LOCAL
+        from ..build import _resolver
+        from ..rules.batching import Unbatchable
+        from .vectorize import NoBatchRule, vectorize
+
         params = normal.params
         if params.star_arg is not cst.MaybeSentinel.DEFAULT or params.kwonly_params or params.star_kwarg:
             raise Unbatchable(f"{label} takes *args, keyword-only or **kwargs parameters")
         names = [p.name.value for p in params.params]
         if len(names) != len(infos):
             raise Unbatchable(f"{label} called with {len(infos)} of its {len(names)} arguments")
-        tag = "_".join(("b" if i.batched else "u") + ("" if i.rank is None else str(i.rank)) for i in infos)
-        name = f"{unit.emit_name}_vmap_{tag}"
-        while name in self.taken or name in self.namespace:
-            name += "_"
         returned: list[Info] = []
         self.busy.add(id(fn))
         try:
@@ -166,49 +199,7 @@ class _Callees:
             raise Unbatchable(f"{label} returns in several places (called with batched arguments)")
         if not _known_leaves(out):
             raise Unbatchable(f"{label} returns a tuple whose elements are not known (called with batched arguments)")
-        self.taken.add(name)
-        self.made.append(node)
-        self.found[key] = (name, out)
-        return self.found[key]
-
-
-    def unbatched_result(self, fn, infos: list[Info]) -> Info:
-        """What is known of the result of your function ``fn`` called with unbatched arguments
-        (``Wn = norm_rows(W)``, run once for every example as written): unbatched, and its rank
-        where the rewrite's analysis of ``fn`` finds one (``W @ x`` then needs no loop)."""
-        from ..ad.reverse import _LOCAL
-        from ..build import _resolver
-        from ..rules.batching import Unbatchable
-        from .vectorize import NoBatchRule, vectorize
-
-        unknown = Info(False, None)
-        key = ("unbatched", id(fn), tuple(infos))
-        if key in self.found:
-            return self.found[key][1]
-        unit = self.by_fn.get(id(fn))
-        if unit is None or id(fn) in self.busy:
-            return unknown
-        normal = _normal_form(unit, self.np_name, self.namespace)
-        names = [p.name.value for p in normal.params.params]
-        params = normal.params
-        if len(names) != len(infos) or params.star_arg is not cst.MaybeSentinel.DEFAULT or params.kwonly_params or params.star_kwarg:
-            return unknown
-        returned: list[Info] = []
-        self.busy.add(id(fn))
-        try:
-            resolve = _resolver(unit, normal, self.np_name, _LOCAL)
-            vectorize(normal, dict(zip(names, infos)), resolve, _LOCAL, self.np_name, "_", None, self.axis_name, self, returned)
-        except (NoBatchRule, Unbatchable):
-            returned = []
-        finally:
-            self.busy.discard(id(fn))
-        last = normal.body.body[-1] if normal.body.body else None
-        ret = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and last.body else None
-        single = isinstance(ret, cst.Return) and not isinstance(ret.value, cst.Tuple) and len(returned) == 1
-        # (the rewrite's return broadcasts an unbatched result: its rank is one example's all the same)
-        out = Info(False, returned[0].rank) if single and _known_leaves(returned[0]) else unknown
-        self.found[key] = ("", out)
-        return out
+        return node, out
 
 
 def _known_leaves(info: Info) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
+import traceback
 import types
 from collections.abc import Callable
 from contextlib import AbstractContextManager as ContextManager
@@ -53,6 +54,21 @@ def _locate(message: str, path: str) -> int | None:
     return line
 
 
+def _typing_line(tb, path: str) -> int | None:
+    """The generated file's line that Numba was compiling when ``tb`` was raised (the innermost
+    frame holding a ``loc``, itself or as its ``self``'s, in ``path``), or None."""
+    from numba.core import ir
+
+    target, line = Path(path).resolve(), None
+    while tb is not None:
+        local = tb.tb_frame.f_locals
+        for loc in (local.get("loc"), getattr(local.get("self"), "loc", None), getattr(local.get("inst"), "loc", None)):
+            if isinstance(loc, ir.Loc) and loc.filename and loc.line and Path(loc.filename).resolve() == target:
+                line = loc.line
+        tb = tb.tb_next
+    return line
+
+
 def _summary(message: str) -> str:
     """The first lines of a Numba error, before its own source excerpts and candidate lists."""
     keep = []
@@ -76,6 +92,13 @@ def _guard(dispatcher, path: str, lock: Callable[[], ContextManager]) -> None:
             except (numba_errors.NumbaError, NotImplementedError) as err:  # (Numba's lowering raises the latter)
                 message = str(err)
                 raise GeneratedCodeError(_summary(message), path, _locate(message, path), _ANSI.sub("", message)) from None
+            except Exception as err:  # noqa: BLE001 - Numba's typing tripped on a call it half supports
+                # (``h.view()`` meets ``dtype, = args``; ``astype(..., copy=False)`` meets ``assert not kws``):
+                # a plain Python error from inside Numba, which names no line; the typing step it
+                # came from knows which line of the generated file it was reading.
+                summary = f"{type(err).__name__} inside Numba: {err}".rstrip(": ")
+                details = "".join(traceback.format_exception(err))
+                raise GeneratedCodeError(summary, path, _typing_line(err.__traceback__, path), details) from None
 
     dispatcher._compile_for_args = locked_compile
 

@@ -36,6 +36,7 @@ class _Unit:
     emit_name: str
     bindings: dict[str, Binding] = field(default_factory=dict)
     node: cst.FunctionDef | None = None
+    aliases: dict[str, str] = field(default_factory=dict)  # another name of a function in the file -> its name there
 
 
 class _SelfAttrs(cst.CSTTransformer):
@@ -88,8 +89,13 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         _claim(namespace, emit_name, "function", pf.captured.fn, unit, pf.node)
         _resolve(unit, namespace, static if is_entry else {}, introduced, transform.name not in ("grad", "vjp", "jvp"))
         for binding in unit.bindings.values():
-            if binding.kind == "callee" and id(binding.value) not in by_fn:
+            if binding.kind != "callee":
+                continue
+            known = by_fn.get(id(binding.value))
+            if known is None:
                 add(parse_function(capture(binding.value)), binding.name)
+            elif known.emit_name != binding.name:  # one function, two names (``clip = _impl``): one def, one name
+                unit.aliases[binding.name] = known.emit_name
         return unit
 
     entry = add(entry_pf, cap.name)
@@ -99,7 +105,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
 
     params_meta: list[list[str]] = []
     for unit in units:
-        node = with_origins(unit.pf)
+        node = _one_name(with_origins(unit.pf), unit.aliases)
         modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
         node = desugar(node, np_name, modules)
         if unit is entry and transform.name in ("grad", "vjp", "jvp"):
@@ -136,7 +142,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         for unit in units:
             if unit.node is None:  # added while differentiating: emitted as written
                 modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
-                unit.node = clean_signature(desugar(with_origins(unit.pf), np_name, modules), unit.emit_name)
+                unit.node = clean_signature(desugar(_one_name(with_origins(unit.pf), unit.aliases), np_name, modules), unit.emit_name)
 
     for unit in units:  # NumPy calls Numba cannot be taught directly go through srctrans.runtime
         unit.node = _rewrite_numpy(unit.node, unit, np_name)
@@ -659,6 +665,25 @@ def _free_leaf_names(node: cst.FunctionDef, leaf_names: set[str]) -> cst.Functio
     class Rename(cst.CSTTransformer):
         def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
             return updated.with_changes(value=mapping[updated.value]) if updated.value in mapping else updated
+
+    return node.visit(Rename())
+
+
+def _one_name(node: cst.FunctionDef, aliases: dict[str, str]) -> cst.FunctionDef:
+    """Calls of a function by another of its names (``_impl`` where ``clip = _impl`` was written
+    first) use the name it has in the file. The names are free in ``node``: nothing local to rename."""
+    if not aliases:
+        return node
+
+    class Rename(cst.CSTTransformer):
+        def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+            return updated.with_changes(value=aliases[updated.value]) if updated.value in aliases else updated
+
+        def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+            return updated.with_changes(attr=original.attr)  # ``obj._impl`` is not the name
+
+        def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+            return updated.with_changes(keyword=original.keyword)  # nor is ``g(_impl=...)``
 
     return node.visit(Rename())
 

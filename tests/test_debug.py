@@ -95,6 +95,36 @@ def test_numba_typing_failure_is_reported_at_the_users_line(make_module):
     assert "During:" not in text  # Numba's own traceback noise is left out
 
 
+@pytest.mark.parametrize(
+    ("line", "inside"),
+    [
+        ("v = h.view()", "ValueError inside Numba"),  # Numba's typing unpacks a dtype it was not given
+        ("v = h.astype(np.float64, copy=False)", "AssertionError inside Numba"),  # it asserts no keywords
+    ],
+)
+def test_error_inside_numbas_typing_is_reported_at_the_users_line(make_module, line, inside):
+    # Numba raises a plain ValueError / AssertionError here, which names no line; it was
+    # reported as if the compiled code had raised it, with no line of the user's.
+    mod = make_module(
+        f"""
+        import numpy as np
+
+        def odd(h):
+            {line}
+            return v + 1.0
+        """
+    )
+    assert np.allclose(mod.odd(np.arange(3.0)), np.arange(3.0) + 1.0)  # NumPy runs it
+    with pytest.raises(srctrans.CompileError) as info:
+        srctrans.jit(mod.odd)(np.arange(3.0))
+    err = info.value
+    assert (err.filename, err.line) == (mod.__file__, 5)
+    text = str(err)
+    assert text.startswith(f"{mod.__file__}:5:5: Numba could not compile this line:\n{inside}")
+    assert line in text
+    assert ".odd.jit.py:" in text
+
+
 def test_environment_variable_disables_jit(tmp_path, python):
     (tmp_path / "envjit.py").write_text("def f(x):\n    return x * 2\n")
     out = python(

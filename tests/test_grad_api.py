@@ -59,6 +59,29 @@ def stopped(x):
     return np.sum(srctrans.stop_gradient(x) * x)
 
 
+def _identity_impl(x):
+    return x * 1.0
+
+
+clip_named_twice = srctrans.custom_vjp(_identity_impl)  # and called by its own name too
+clip_named_twice.defvjp(clip_fwd, clip_bwd)
+
+
+def custom_and_its_function(x):
+    return np.sum(clip_named_twice(x) * 10.0 + _identity_impl(x) * 3.0)
+
+
+def _cube(x):
+    return x * x * x
+
+
+cubed = _cube
+
+
+def one_function_two_names(x):
+    return np.sum(cubed(x) + np.sin(_cube(x)) * 3.0)
+
+
 from srctrans import stop_gradient as frozen  # noqa: E402
 
 
@@ -143,6 +166,31 @@ def test_a_custom_vjp_compiles_and_batches_as_the_function_it_wraps(m):
     np.testing.assert_allclose(srctrans.vmap(m.clipped)(xs), [m.clipped(x) for x in xs])
     np.testing.assert_allclose(srctrans.jit(srctrans.grad(m.clipped))(xs[0]), [1.0, 1.0])  # the rule clips 10 to 1
     np.testing.assert_allclose(srctrans.jit(srctrans.vmap(srctrans.grad(m.clipped)))(xs), np.ones((2, 2)))
+
+
+def test_one_function_called_by_two_names(m):
+    """``cubed = _cube`` and both names called: the file wrote one def and left the other name
+    undefined (NameError when compiled). Now every call uses the def's name."""
+    x, xs = np.array([0.5, -1.25]), np.array([[0.5, -1.25], [0.75, 0.2], [-0.3, 1.1]])
+    f = m.one_function_two_names
+    assert srctrans.jit(f)(x) == pytest.approx(f(x))
+    expected = 3 * x**2 + np.cos(x**3) * 9.0 * x**2
+    np.testing.assert_allclose(srctrans.grad(f)(x), expected)
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(f))(x), expected)
+    np.testing.assert_allclose(srctrans.jvp(f, (x,), (np.ones(2),))[1], expected.sum())
+    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(f))(xs), [f(r) for r in xs])
+    assert "    return np.sum(cubed(x) + np.sin(cubed(x)) * 3.0)" in srctrans.jit(f).source().splitlines()
+
+
+def test_custom_vjp_and_the_function_it_wraps_both_called(m):
+    """jit and vmap write the wrapped function once, under the first name met; grad reads the
+    rule for one name and differentiates the other."""
+    x, xs = np.array([0.5, -2.0]), np.array([[0.5, -2.0], [1.0, 3.0]])
+    f = m.custom_and_its_function
+    assert srctrans.jit(f)(x) == pytest.approx(f(x))
+    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(f))(xs), [f(r) for r in xs])
+    np.testing.assert_allclose(srctrans.grad(f)(x), [1.0 + 3.0, 1.0 + 3.0])  # the rule clips 10 to 1, plus 3
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(f))(x), [4.0, 4.0])
 
 
 def test_stop_gradient_compiles(m):

@@ -92,6 +92,43 @@ def time_process(args: list[str], *, cwd: str | None = None, env: dict[str, str]
     return wall, report
 
 
+_CHILD = """
+import importlib, json, sys
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(1, sys.argv[2])
+measure = getattr(importlib.import_module(sys.argv[3]), sys.argv[4])
+print(json.dumps(measure(*json.loads(sys.argv[5]))))
+"""
+
+
+def in_child(module: str, function: str, *args: Any, **env: str) -> dict:
+    """``module.function(*args)`` in a fresh interpreter, ``env`` added to its environment; what it returned.
+
+    For figures that what ran before in this process disturbs: BLAS thread pools that keep
+    spinning after a call (OpenBLAS's for some 0.1 s), JAX's threads, a warm or cold cache.
+    The function returns plain data (JSON), such as :func:`case_data` makes.
+    """
+    benchmarks = str(Path(__file__).resolve().parent)
+    return time_process(["-c", _CHILD, benchmarks, str(REPO), module, function, json.dumps(args)],
+                        env=subprocess_env(**env))[1]
+
+
+def case_data(run: Callable[..., CaseResult], *args: Any) -> dict:
+    """``run(*args, log=...)`` as plain data for :func:`in_child`: its rows, lines and log messages."""
+    messages: list[str] = []
+    result = run(*args, log=messages.append)
+    return {"rows": [(r.case, r.impl, r.samples, r.note) for r in result.rows], "lines": result.lines,
+            "log": messages, "baseline": result.baseline}
+
+
+def case_from_data(name: str, report: dict, log=print) -> CaseResult:
+    """The :class:`CaseResult` that :func:`case_data` made in a child; its log messages go to ``log``."""
+    for message in report["log"]:
+        log(message)
+    rows = [Row(case, impl, samples, note) for case, impl, samples, note in report["rows"]]
+    return CaseResult(name, rows, baseline=report["baseline"], lines=list(report["lines"]))
+
+
 def fmt_time(seconds: float) -> str:
     if seconds >= 1.0:
         return f"{seconds:.2f} s"

@@ -222,38 +222,23 @@ def _record(case, samples, rows):
     return med
 
 
-CHILD = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-sys.path.insert(1, sys.argv[2])
-from cases.forward import measure
-print(json.dumps(measure(int(sys.argv[3]))))
-"""
-
-
 def run(repeats: int, log=print) -> CaseResult:
     """Timed in a child whose BLAS runs on one thread (``OPENBLAS_NUM_THREADS=1`` unless set already),
     as the MLP of ``gradients``: the MLP's figures depend on it, and its goals were set with it."""
-    from pathlib import Path
-
-    from harness import REPO, subprocess_env, time_process
+    from harness import case_from_data, in_child
 
     threads = os.environ.get("OPENBLAS_NUM_THREADS", "1")
-    benchmarks = str(Path(__file__).resolve().parent.parent)
-    env = subprocess_env(OPENBLAS_NUM_THREADS=threads)
-    report = time_process(["-c", CHILD, benchmarks, str(REPO), str(repeats)], env=env)[1]
-    for message in report["log"]:
-        log(message)
-    rows = [Row(case, impl, samples) for case, impl, samples in report["rows"]]
-    lines = [f"(one child process, OPENBLAS_NUM_THREADS={threads})", *report["lines"]]
-    return CaseResult(NAME, rows, baseline=None, lines=lines)
+    report = in_child("cases.forward", "measure", repeats, OPENBLAS_NUM_THREADS=threads)
+    result = case_from_data(NAME, report, log)
+    result.lines.insert(0, f"(one child process, OPENBLAS_NUM_THREADS={threads})")
+    return result
 
 
 def measure(repeats: int) -> dict:
-    """Every part, in this process: rows, lines and log messages as plain data (for :func:`run`'s child)."""
-    messages: list[str] = []
-    result = run_here(repeats, log=messages.append)
-    return {"rows": [(r.case, r.impl, r.samples) for r in result.rows], "lines": result.lines, "log": messages}
+    """Every part, in this process, as plain data (for :func:`run`'s child)."""
+    from harness import case_data
+
+    return case_data(run_here, repeats)
 
 
 def run_here(repeats: int, log=print) -> CaseResult:

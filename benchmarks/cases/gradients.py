@@ -44,7 +44,7 @@ import traceback
 from pathlib import Path
 
 import numpy as np
-from harness import CaseResult, Row, compare, fmt_time, goal_line, subprocess_env, time_process
+from harness import CaseResult, Row, compare, fmt_time, goal_line, in_child, subprocess_env, time_process
 
 NAME = "gradients"
 REPO = Path(__file__).resolve().parents[2]
@@ -454,15 +454,6 @@ def _mlp_measure(repeats: int) -> dict:
     return {"samples": _timed(impls, repeats), "log": messages, "inner": inner, "jax": why}
 
 
-MLP_CHILD = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-sys.path.insert(1, sys.argv[2])
-from cases.gradients import _mlp_measure
-print(json.dumps(_mlp_measure(int(sys.argv[3]))))
-"""
-
-
 def _mlp(repeats: int, log, rows: list[Row], lines: list[str]) -> None:
     """Timed in a child whose BLAS runs on one thread (OPENBLAS_NUM_THREADS=1 unless set already): see the module doc."""
     case = "mlp"
@@ -470,9 +461,7 @@ def _mlp(repeats: int, log, rows: list[Row], lines: list[str]) -> None:
     lines.append(
         f"mlp (2-layer tanh MLP loss, x (256, 64), W1 (64, 128), W2 (128, 10); OPENBLAS_NUM_THREADS={threads}):"
     )
-    benchmarks = str(Path(__file__).resolve().parent.parent)
-    env = subprocess_env(OPENBLAS_NUM_THREADS=threads)
-    report = time_process(["-c", MLP_CHILD, benchmarks, str(REPO), str(repeats)], env=env)[1]
+    report = in_child("cases.gradients", "_mlp_measure", repeats, OPENBLAS_NUM_THREADS=threads)
     for message in report["log"]:
         log(message)
     samples = report["samples"]

@@ -42,6 +42,12 @@ class _Origins(cst.CSTTransformer):
     def leave_SimpleStatementLine(self, original, updated):
         return self._comment(original, updated)
 
+    def leave_SimpleStatementSuite(self, original, updated):
+        """``def f(x): return x * 2`` and ``if c: y = 1``, one line: a block of its statements, as
+        if written out (the passes after this one read blocks of lines)."""
+        lines = [cst.SimpleStatementLine([s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)]) for s in updated.body]
+        return cst.IndentedBlock([self._comment(original, lines[0]), *lines[1:]])
+
     def leave_If(self, original, updated):
         return self._comment(original, updated)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -382,3 +384,43 @@ def test_tuples_inside_a_call_that_cannot_pass_adjoints_are_refused(make_module,
     mod = make_module(TUPLES)
     with pytest.raises(srctrans.UnsupportedSyntaxError, match="written inside the call"):
         srctrans.grad(getattr(mod, name))(np.ones(2), np.ones(2))
+
+
+ONE_LINERS = """
+import numpy as np
+
+
+def whole(x): return np.sum(np.sin(x) * x[0])
+
+
+def semicolons(x):
+    a = x * 2.0; b = a + np.cos(x)
+    return np.sum(b * b)
+
+
+def one_line_blocks(x):
+    s = 0.0
+    for i in range(3): s = s + x[i] ** 2
+    if s > 1.0: s = s * 2.0
+    else: s = s - 1.0
+    while s > 100.0: s = s / 2.0
+    return s
+"""
+
+
+@pytest.mark.parametrize("name", ["whole", "semicolons", "one_line_blocks"])
+def test_statements_written_on_one_line(make_module, name):
+    """``def f(x): return ...`` and ``if c: y = 1``: grad and jvp refused them ("the function
+    must end with a return statement"); jit and vmap took them."""
+    from .conftest import central_differences
+
+    mod = make_module(ONE_LINERS)
+    f = getattr(mod, name)
+    for x in (np.array([0.3, 0.8, -0.5]), np.array([0.1, 0.2, 0.05])):  # both branches of the if
+        expected = central_differences(f, (x,), 0)
+        np.testing.assert_allclose(srctrans.grad(f)(x), expected, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(srctrans.jit(srctrans.grad(f))(x), expected, rtol=1e-6, atol=1e-8)
+        direction = np.array([0.5, -1.0, 2.0])
+        np.testing.assert_allclose(srctrans.jvp(f, (x,), (direction,))[1], expected @ direction, rtol=1e-6, atol=1e-8)
+    text = srctrans.grad(f).source_path().read_text()
+    assert f"{Path(mod.__file__).name}:" in text  # the statements keep their origin comments

@@ -131,7 +131,12 @@ class VMapped:
         self._base: Callable | None = None
         self._one_tuple = False  # a grad with argnums=(k,) gives a tuple of one gradient
         self._fn = fn
-        if isinstance(fn, VMapped):
+        self._looped = _loops_in_python(fn)
+        self._per_example: Callable | None = None
+        if self._looped:
+            self._base = fn
+            self._params = list(fn._params) if isinstance(fn, VMapped) else None
+        elif isinstance(fn, VMapped):
             self._inner = fn
             if self._jit is None and fn._jit is not None:
                 self._jit = dict(fn._jit)
@@ -151,10 +156,11 @@ class VMapped:
         else:
             raise TypeError(f"vmap expects a function, got {type(fn).__name__}")
         base = self._chain()[-1]._base
-        params = list(inspect.signature(base).parameters.values())
-        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
-            raise TypeError("vmap: the function must take positional parameters only (no *args, **kwargs)")
-        self._params = [p.name for p in params]
+        if not self._looped or self._params is None:
+            params = list(inspect.signature(base).parameters.values())
+            if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
+                raise TypeError("vmap: the function must take positional parameters only (no *args, **kwargs)")
+            self._params = [p.name for p in params]
         self._specs: dict[tuple, list] = {}
         self._plans: dict[tuple, _Plan] = {}
         self.__name__ = getattr(base, "__name__", "vmapped")
@@ -195,6 +201,8 @@ class VMapped:
         if kwargs:  # as in JAX: keyword arguments are batched along axis 0, in_axes covers the positional ones
             ordered = self._in_order(args, kwargs)
             return self._with_keywords(len(args), tuple(kwargs))(*ordered)
+        if self._looped:
+            return self._loop_call(args)
         plan = self._plans.get(_plain_key(args))
         if plan is not None:
             out = self._call_planned(plan, args)
@@ -237,18 +245,7 @@ class VMapped:
                 sizes.append((labels[j], a, arrays[j].shape[done[j]]))
                 flags.append(True)
             checks.append([(j, done[j]) for j, a in enumerate(axes) if a is not None])
-            n = level.axis_size
-            if sizes:
-                found = {s for _, _, s in sizes}
-                if len(found) > 1 or (n is not None and n not in found):
-                    listing = "; ".join(f"{lab} has size {s} along axis {a}" for lab, a, s in sizes)
-                    extra = f"; axis_size={n}" if n is not None else ""
-                    raise ValueError(f"vmap got arguments with different batch sizes: {listing}{extra}")
-                n = sizes[0][2]
-            elif n is None:
-                raise ValueError(
-                    f"vmap of {self.__qualname__}: every in_axes is None, so the batch size is not known; pass axis_size"
-                )
+            n = self._batch_size(sizes, level.axis_size)
             ranks = []
             for j, f in enumerate(flags):
                 ranks.append(np.ndim(arrays[j]) - done[j] - (1 if f else 0))
@@ -268,6 +265,79 @@ class VMapped:
         if planned and specs[-1].returns is None:  # the same shapes again: skip the checks above
             self._plans[_plain_key(args)] = _Plan(moves, checks, [lv.axis_size for lv in levels], specs[0], record)
         return out
+
+    def _batch_size(self, sizes: list[tuple[str, int, int]], axis_size: int | None) -> int:
+        """The one batch size of the ``(label, in_axes entry, size)`` of each batched leaf, or ``axis_size``."""
+        if sizes:
+            found = {s for _, _, s in sizes}
+            if len(found) > 1 or (axis_size is not None and axis_size not in found):
+                listing = "; ".join(f"{lab} has size {s} along axis {a}" for lab, a, s in sizes)
+                extra = f"; axis_size={axis_size}" if axis_size is not None else ""
+                raise ValueError(f"vmap got arguments with different batch sizes: {listing}{extra}")
+            return sizes[0][2]
+        if axis_size is None:
+            raise ValueError(
+                f"vmap of {self.__qualname__}: every in_axes is None, so the batch size is not known; pass axis_size"
+            )
+        return axis_size
+
+    # --- a Jacobian: a loop in Python over the examples ------------------------------------
+
+    def _loop_call(self, args: tuple) -> Any:
+        """``vmap`` of a Jacobian (``jacfwd``, ``jacrev``, ``hessian``), which has no source to
+        batch: the Jacobian called once per example, from Python, and the results stacked.
+        Under ``jit`` each call runs the Jacobian's compiled file."""
+        if len(args) != len(self._params):
+            raise TypeError(f"{self.__qualname__} takes {len(self._params)} arguments, got {len(args)}")
+        axes = self._arg_axes(self, args)
+        labels = self._leaf_labels(args)
+        trees = [tree_flatten(a) for a in args]
+        arrays, sizes = [], []
+        for j, (v, a) in enumerate(zip([leaf for flat, _ in trees for leaf in flat], axes)):
+            if a is None:
+                arrays.append(v)
+                continue
+            arr = np.asarray(v)
+            if not -arr.ndim <= a < arr.ndim:
+                raise ValueError(f"vmap in_axes={a} is out of range for {labels[j]}, which has shape {arr.shape} ({arr.ndim} axes)")
+            arrays.append(np.moveaxis(arr, a, 0))
+            sizes.append((labels[j], a, arr.shape[a]))
+        n = self._batch_size(sizes, self.axis_size)
+        if n == 0:
+            raise ValueError(f"vmap of the Jacobian {self.__qualname__} over 0 examples: the shape of its result is not known")
+        fn = self._example_function()
+        results = []
+        for i in range(n):
+            call, k = [], 0
+            for flat, treedef in trees:
+                part = [arrays[k + t][i] if axes[k + t] is not None else arrays[k + t] for t in range(len(flat))]
+                call.append(tree_unflatten(treedef, part))
+                k += len(flat)
+            results.append(fn(*call))
+        first, out_tree = tree_flatten(results[0])
+        per_leaf = [[np.asarray(tree_flatten(r)[0][t]) for r in results] for t in range(len(first))]
+        out = []
+        for t, (values, a) in enumerate(zip(per_leaf, _prefix(self.out_axes, results[0], "the result", "out_axes"))):
+            if a is None:
+                if any(not np.array_equal(v, values[0]) for v in values[1:]):
+                    raise ValueError(f"vmap out_axes=None for output {t} of {self.__qualname__}, but it differs between examples")
+                out.append(values[0])
+                continue
+            stacked = np.stack(values)
+            rank = stacked.ndim - 1
+            if not -(rank + 1) <= a <= rank:
+                raise ValueError(f"vmap out_axes={a} is out of range for output {t} of {self.__qualname__}, which has {rank} axes per example")
+            out.append(np.moveaxis(stacked, 0, a % (rank + 1)) if a % (rank + 1) else stacked)
+        return tree_unflatten(out_tree, out)
+
+    def _example_function(self) -> Callable:
+        """What :meth:`_loop_call` calls per example: the Jacobian, compiled under ``jit(vmap(...))``."""
+        if self._per_example is None:
+            fn = self._fn
+            if self._jit is not None and not config.disable_jit and hasattr(fn, "_srctrans_jit"):
+                fn = fn._srctrans_jit(self._jit)
+            self._per_example = fn
+        return self._per_example
 
     # --- keyword arguments ------------------------------------------------------------------
 
@@ -327,6 +397,8 @@ class VMapped:
         """The vmap of the base function's vjp or tangent function with respect to ``argnums``, made once."""
         from ..nesting import tangent_function, vjp_function
 
+        if self._looped:
+            raise TypeError(f"{'grad' if kind == 'vjp' else 'jvp'} of a call of vmap of the Jacobian {self.__qualname__} is not supported")
         made = self.__dict__.setdefault("_derivatives", {})
         key = (kind, argnums)
         if key not in made:
@@ -535,7 +607,10 @@ class VMapped:
         return next(reversed(self._specs.values()))
 
     def source_path(self):
-        """The generated file of the outermost level, for the shapes of the last call."""
+        """The generated file of the outermost level, for the shapes of the last call (of a
+        Jacobian's vmap, the file the Jacobian runs for each example)."""
+        if self._looped:
+            return self._example_function().source_path()
         return self._last()[0].gen.path
 
     def source(self) -> str:
@@ -543,6 +618,8 @@ class VMapped:
 
     def sources(self) -> list[str]:
         """The generated files of every level, outermost first."""
+        if self._looped:
+            return [self.source()]
         return [s.gen.path.read_text() for s in self._last()]
 
     def __repr__(self) -> str:
@@ -552,6 +629,14 @@ class VMapped:
             where = "not generated yet"
         kind = "jit(vmap)" if self._jit else "vmap"
         return f"<srctrans.{kind} {self.__qualname__} -> {where}>"
+
+
+def _loops_in_python(fn: Any) -> bool:
+    """``fn`` is a Jacobian (``jacfwd``, ``jacrev``, ``hessian``: Python around generated files,
+    with no source of its own to batch), or a vmap of one."""
+    if isinstance(fn, VMapped):
+        return fn._looped
+    return hasattr(fn, "_srctrans_state") and hasattr(fn, "_srctrans_jit")
 
 
 def vmap(

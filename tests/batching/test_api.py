@@ -291,3 +291,56 @@ def test_nested_pytree_results(method, compiled):
         np.testing.assert_allclose(g, w, rtol=1e-12)
     empty = batched(xs[:0], W)  # no example: each result still has its per-example shape
     assert [np.shape(v) for v in srctrans.tree.tree_leaves(empty)] == [(0,) + np.shape(v)[1:] for v in srctrans.tree.tree_leaves(want)]
+
+
+def layer_out(W, x):
+    return np.tanh(W @ x) * x[0]
+
+
+def params_loss(params, x):
+    return np.sum(np.sin(params["w"] * x)) + params["b"] ** 2 * np.sum(x)
+
+
+@pytest.mark.parametrize("jacobian", ["jacfwd", "jacrev"])
+def test_vmap_of_a_jacobian_stacks_per_example_jacobians(jacobian):
+    """Per-example Jacobians, as in JAX: vmap(jacfwd(f)) raised a SourceUnavailableError that
+    blamed the user's file (it read the source of srctrans's own wrapper)."""
+    rng = np.random.default_rng(3)
+    W, xs = rng.normal(size=(4, 3)), rng.normal(size=(5, 3))
+    jac = getattr(srctrans, jacobian)(layer_out, argnums=1)
+    per_example = np.stack([jac(W, x) for x in xs])
+    assert per_example.shape == (5, 4, 3)
+    np.testing.assert_allclose(srctrans.vmap(jac, in_axes=(None, 0))(W, xs), per_example, rtol=1e-12)
+    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(jac, in_axes=(None, 0)))(W, xs), per_example, rtol=1e-10)
+    np.testing.assert_allclose(srctrans.vmap(jac, in_axes=(None, 1), out_axes=2)(W, xs.T),
+                               np.moveaxis(per_example, 0, 2), rtol=1e-12)
+    x0 = xs[0]  # the Jacobian itself, by central differences along the coordinates
+    steps = [(layer_out(W, x0 + 1e-6 * e) - layer_out(W, x0 - 1e-6 * e)) / 2e-6 for e in np.eye(3)]
+    np.testing.assert_allclose(per_example[0], np.stack(steps, axis=-1), rtol=1e-6, atol=1e-8)
+
+
+def test_vmap_of_a_hessian_and_of_a_pytree_jacobian():
+    rng = np.random.default_rng(4)
+    xs = rng.normal(size=(6, 3))
+    params = {"w": rng.normal(size=3), "b": np.float64(0.7)}
+    hess = srctrans.hessian(params_loss, argnums=1)
+    np.testing.assert_allclose(srctrans.vmap(hess, in_axes=(None, 0))(params, xs),
+                               np.stack([hess(params, x) for x in xs]), rtol=1e-12)
+    jac = srctrans.jacrev(params_loss)  # a dict of Jacobians per example
+    got = srctrans.vmap(jac, in_axes=(None, 0))(params, xs)
+    for key in ("w", "b"):
+        np.testing.assert_allclose(got[key], np.stack([jac(params, x)[key] for x in xs]), rtol=1e-12)
+    nested = srctrans.vmap(srctrans.vmap(hess, in_axes=(None, 0)), in_axes=(None, 0))
+    np.testing.assert_allclose(nested(params, xs.reshape(2, 3, 3)),
+                               np.stack([hess(params, x) for x in xs]).reshape(2, 3, 3, 3), rtol=1e-12)
+
+
+def test_vmap_of_a_jacobian_bad_input():
+    jac = srctrans.jacfwd(layer_out, argnums=1)
+    W = np.ones((4, 3))
+    with pytest.raises(ValueError, match="different batch sizes"):
+        srctrans.vmap(jac, in_axes=(0, 0))(np.ones((2, 4, 3)), np.ones((5, 3)))
+    with pytest.raises(ValueError, match="over 0 examples"):
+        srctrans.vmap(jac, in_axes=(None, 0))(W, np.ones((0, 3)))
+    with pytest.raises(ValueError, match="out_axes=None for output 0 of layer_out, but it differs between examples"):
+        srctrans.vmap(jac, in_axes=(None, 0), out_axes=None)(W, np.arange(6.0).reshape(2, 3))

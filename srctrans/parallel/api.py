@@ -44,6 +44,24 @@ def _prefix(spec: Any, tree: Any, where: str, what: str) -> list:
         raise ValueError(str(err).replace("vmap ", "pmap ", 1)) from None
 
 
+class _Labels:
+    """``labels[j]``: how an error names leaf ``j`` of the arguments (``argument 'params'['w']'``),
+    worked out when first read; a call that goes well reads none."""
+
+    def __init__(self, params: Sequence[str], args: tuple) -> None:
+        self._params, self._args = params, args
+        self._made: list[str] | None = None
+
+    def __getitem__(self, j: int) -> str:
+        if self._made is None:
+            from ..tree import keystr, tree_flatten_with_path
+
+            self._made = [
+                f"argument {name + keystr(p)!r}" for name, a in zip(self._params, self._args) for p, _ in tree_flatten_with_path(a)[0]
+            ]
+        return self._made[j]
+
+
 class _Program:
     """What the generated driver calls ``run``: the runner, with stages found by their function."""
 
@@ -190,14 +208,17 @@ class PMapped:
 
         return self._compile and not config.disable_jit
 
-    def runner(self):
+    def runner(self, devices: list[Device] | None = None):
+        """The runner a call uses, on ``devices`` (default :meth:`devices`)."""
         from .runner import runner_for
 
-        return runner_for(self.backend, self.devices(), jit=self._compiled(), jit_options=self._jit)
+        chosen = self.devices() if devices is None else devices
+        return runner_for(self.backend, chosen, jit=self._compiled(), jit_options=self._jit)
 
     # --- calling ---------------------------------------------------------------------------
 
-    def _leaf_axes(self, args: tuple) -> list:
+    def _leaf_axes(self, args: tuple, treedefs: list) -> list:
+        """``in_axes`` for each leaf of the arguments (``treedefs``: each argument's structure)."""
         spec = self.in_axes
         if isinstance(spec, dict):
             raise ValueError("pmap in_axes must be an int, None or a tuple with one entry per argument, not a dict")
@@ -205,9 +226,14 @@ class PMapped:
             if len(spec) != len(args):
                 raise ValueError(f"pmap in_axes has {len(spec)} entries but {self.__qualname__} is called with {len(args)} arguments")
             out: list = []
-            for name, s, a in zip(self._params, spec, args):
-                out += _prefix(s, a, f"argument {name!r}", "in_axes")
+            for name, s, a, treedef in zip(self._params, spec, args, treedefs):
+                if s is None or type(s) is int:  # one entry for the whole argument: each of its leaves
+                    out += [s] * treedef.num_leaves
+                else:
+                    out += _prefix(s, a, f"argument {name!r}", "in_axes")
             return out
+        if spec is None or type(spec) is int:
+            return [spec] * sum(t.num_leaves for t in treedefs)
         return _prefix(spec, tuple(args), "the arguments", "in_axes")
 
     def __call__(self, *args, **kwargs):
@@ -215,15 +241,13 @@ class PMapped:
             raise TypeError(f"pmap of {self.__qualname__}: pass arguments by position (got {', '.join(kwargs)} by keyword)")
         if len(args) != len(self._params):
             raise TypeError(f"{self.__qualname__} takes {len(self._params)} arguments, got {len(args)}")
-        from ..tree import keystr, tree_flatten_with_path
-
-        leaves, treedefs, labels = [], [], []
-        for name, a in zip(self._params, args):
+        leaves, treedefs = [], []
+        for a in args:
             flat, treedef = tree_flatten(a)
             treedefs.append(treedef)
             leaves += flat
-            labels += [f"argument {name + keystr(p)!r}" for p, _ in tree_flatten_with_path(a)[0]]
-        axes = self._leaf_axes(args)
+        axes = self._leaf_axes(args, treedefs)
+        labels = _Labels(self._params, args)  # read only to say what is wrong
         arrays, flags, sizes = [], [], []
         for j, (v, a) in enumerate(zip(leaves, axes)):
             if a is None:
@@ -235,26 +259,26 @@ class PMapped:
                 raise ValueError(f"pmap in_axes={a} is out of range for {labels[j]}, which has shape {arr.shape} ({arr.ndim} axes)")
             arrays.append(np.moveaxis(arr, a, 0) if a % arr.ndim else arr)
             flags.append(True)
-            sizes.append((labels[j], a, arr.shape[a]))
+            sizes.append((j, a, arr.shape[a]))
         if not sizes:
             raise ValueError(f"pmap of {self.__qualname__}: every in_axes is None; map at least one argument over the devices")
         if len({s for _, _, s in sizes}) > 1:
-            listing = "; ".join(f"{lab} has size {s} along axis {a}" for lab, a, s in sizes)
+            listing = "; ".join(f"{labels[j]} has size {s} along axis {a}" for j, a, s in sizes)
             raise ValueError(f"pmap got arguments with different sizes along the mapped axis: {listing}")
-        devices = self.devices()
+        devices = self.devices()  # (SRCTRANS_CPU_DEVICES is read at each call)
         n, count = sizes[0][2], len(devices)
         if count == 0:
             raise ValueError(f"pmap of {self.__qualname__}: backend {self.backend or 'cpu'!r} lists no devices to run on")
         if n % count:
-            label, a, _ = sizes[0]
+            j, a, _ = sizes[0]
             raise ValueError(
-                f"pmap: {label} has {n} examples along axis {a}, which do not split evenly over {count} devices "
+                f"pmap: {labels[j]} has {n} examples along axis {a}, which do not split evenly over {count} devices "
                 f"({n} % {count} = {n % count}); give a multiple of {count} examples or choose other devices"
             )
         spec = self._spec(tuple(flags), args, treedefs)
         if len(arrays) != len(spec.gen.meta["params"]) - sum(1 for m in spec.gen.meta["params"] if m[0] == "returns"):
             raise TypeError(f"pmap: {self.__qualname__}'s generated file takes other arguments than expected")
-        runner = self.runner()
+        runner = self.runner(devices)
         start = getattr(runner, "start_call", None)
         if start is not None:
             start()

@@ -89,6 +89,10 @@ def inline_value_and_grad(x):
     value, g = srctrans.value_and_grad(f)(x)
     return value + np.sum(g)
 
+def inline_value_and_grads_unpacked(x, v):
+    value, (gx, gv) = srctrans.value_and_grad(f2, argnums=(0, 1))(x, v)
+    return value + np.sum(gx * gv)
+
 def inline_hessian(x):
     return np.sum(srctrans.hessian(f)(x))
 
@@ -291,6 +295,21 @@ def test_an_inline_value_and_grad_is_a_call_of_the_adjoint_file(model):
     np.testing.assert_allclose(srctrans.grad(fn)(X), numeric, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(srctrans.jvp(fn, (X,), (V,))[1], numeric @ V, rtol=1e-6)
     assert "f_value_and_grad(x)" in srctrans.jit(fn).source()
+
+
+def test_an_inline_value_and_grad_unpacked_into_a_nested_tuple(model):
+    """``value, (gx, gv) = value_and_grad(f2, argnums=(0, 1))(x, v)``, as JAX users write it:
+    it was refused ("unpack a differentiated value into plain names, one level deep")."""
+    fn = model.inline_value_and_grads_unpacked
+    want = fn(X, V)
+    np.testing.assert_allclose(srctrans.jit(fn)(X, V), want, rtol=1e-13)
+    for k in (0, 1):
+        steps = np.eye(X.size) * 1e-6
+        numeric = np.array([(fn(*[a + e if i == k else a for i, a in enumerate((X, V))]) -
+                             fn(*[a - e if i == k else a for i, a in enumerate((X, V))])) / 2e-6 for e in steps])
+        np.testing.assert_allclose(srctrans.grad(fn, argnums=k)(X, V), numeric, rtol=1e-6, atol=1e-8)
+        tangents = (V, np.zeros(3)) if k == 0 else (np.zeros(3), V)
+        np.testing.assert_allclose(srctrans.jvp(fn, (X, V), tangents)[1], numeric @ V, rtol=1e-6, atol=1e-8)
 
 
 def test_a_refused_call_still_runs_uncompiled(model):

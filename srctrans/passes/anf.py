@@ -291,9 +291,11 @@ class ANF:
                     out.append(_line(small.with_changes(value=value)))
                     return
                 held = [self.fresh() if not isinstance(t, cst.Name) else t.value for t in stores]
-                unpack = cst.Tuple([cst.Element(cst.Name(n)) for n in held])
+                unpack = cst.Tuple([cst.Element(cst.Name(n)) for n in held], lpar=[], rpar=[])
                 out.append(_line(cst.Assign([cst.AssignTarget(unpack)], value)))
                 for stored, name in zip(stores, held):  # z[0], z[1] = t: into names, then each stored
+                    if isinstance(stored, cst.Tuple):  # v, (gx, gy) = t: gx, gy = t2
+                        stored = stored.with_changes(lpar=[], rpar=[])
                     if not isinstance(stored, cst.Name):
                         self.small(cst.Assign([cst.AssignTarget(stored)], cst.Name(name)), out)
         elif isinstance(small, cst.AugAssign):
@@ -404,16 +406,27 @@ def anf(node: cst.FunctionDef, taken: frozenset[str] = frozenset()) -> cst.Funct
 
 
 def _unpacked_stores(target: cst.BaseExpression) -> list | None:
-    """The targets of ``a, z[0] = t`` when one of them is a subscript or an attribute (each then
-    gets a name of its own first); None for names only, or a form this does not lower."""
+    """The targets of ``a, z[0] = t`` or ``v, (gx, gy) = t`` when one of them is a subscript, an
+    attribute or a nested tuple (each then gets a name of its own first, and is stored or
+    unpacked from it); None for names only, or a form this does not lower (a starred target)."""
     if not isinstance(target, (cst.Tuple, cst.List)) or not all(isinstance(el, cst.Element) for el in target.elements):
         return None
     stores = [el.value for el in target.elements]
     if all(isinstance(t, cst.Name) for t in stores) or not all(
-        isinstance(t, (cst.Name, cst.Subscript, cst.Attribute)) for t in stores
+        isinstance(t, (cst.Name, cst.Subscript, cst.Attribute))
+        or _names_only(t)
+        or (isinstance(t, (cst.Tuple, cst.List)) and _unpacked_stores(t) is not None)
+        for t in stores
     ):
         return None
     return stores
+
+
+def _names_only(target: cst.BaseExpression) -> bool:
+    """``(a, b)``: a tuple of plain names, nothing starred."""
+    return isinstance(target, (cst.Tuple, cst.List)) and all(
+        isinstance(el, cst.Element) and isinstance(el.value, cst.Name) for el in target.elements
+    )
 
 
 def _stored(target: cst.BaseExpression) -> str:

@@ -96,9 +96,14 @@ def _guard(dispatcher, path: str, lock: Callable[[], ContextManager]) -> None:
                 # (``h.view()`` meets ``dtype, = args``; ``astype(..., copy=False)`` meets ``assert not kws``):
                 # a plain Python error from inside Numba, which names no line; the typing step it
                 # came from knows which line of the generated file it was reading.
+                # An error with no such line came from typing the arguments (a ragged nested
+                # list: "cannot reflect element of reflected container"): raised as it is.
+                line = _typing_line(err.__traceback__, path)
+                if line is None:
+                    raise
                 summary = f"{type(err).__name__} inside Numba: {err}".rstrip(": ")
                 details = "".join(traceback.format_exception(err))
-                raise GeneratedCodeError(summary, path, _typing_line(err.__traceback__, path), details) from None
+                raise GeneratedCodeError(summary, path, line, details) from None
 
     dispatcher._compile_for_args = locked_compile
 

@@ -88,14 +88,23 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         units.append(unit)
         _claim(namespace, emit_name, "function", pf.captured.fn, unit, pf.node)
         _resolve(unit, namespace, static if is_entry else {}, introduced, transform.name not in ("grad", "vjp", "jvp"))
-        for binding in unit.bindings.values():
+        for binding in list(unit.bindings.values()):  # (an alias adds a binding)
             if binding.kind != "callee":
                 continue
             known = by_fn.get(id(binding.value))
             if known is None:
                 add(parse_function(capture(binding.value)), binding.name)
             elif known.emit_name != binding.name:  # one function, two names (``clip = _impl``): one def, one name
-                unit.aliases[binding.name] = known.emit_name
+                _alias(unit, binding, known.emit_name)
+        for dotted, fn in _module_functions(unit).items():  # helpers.norm(x): a callee as well, called by its name
+            known = by_fn.get(id(fn))
+            if known is None:
+                name = fn.__name__ if fn.__name__ not in namespace and fn.__name__ not in scan(unit.pf.node).all else (
+                    NameGen(set(namespace) | scan(unit.pf.node).all).fresh(dotted.replace(".", "_"), numbered=False)
+                )
+                known = add(parse_function(capture(fn)), name)
+            unit.aliases[dotted] = known.emit_name
+            unit.bindings[known.emit_name] = Binding(known.emit_name, "callee", fn, "global")
         return unit
 
     entry = add(entry_pf, cap.name)
@@ -105,9 +114,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
 
     params_meta: list[list[str]] = []
     for unit in units:
-        node = _one_name(with_origins(unit.pf), unit.aliases)
-        modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
-        node = desugar(node, np_name, modules)
+        node = desugared(unit, np_name)
         if unit is entry and transform.name in ("grad", "vjp", "jvp"):
             node = _normal(unit, node, namespace)
         elif transform.name == "anf":
@@ -141,8 +148,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
             params_meta = params_meta + [["cotangent"]]
         for unit in units:
             if unit.node is None:  # added while differentiating: emitted as written
-                modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
-                unit.node = clean_signature(desugar(_one_name(with_origins(unit.pf), unit.aliases), np_name, modules), unit.emit_name)
+                unit.node = clean_signature(desugared(unit, np_name), unit.emit_name)
 
     for unit in units:  # NumPy calls Numba cannot be taught directly go through srctrans.runtime
         unit.node = _rewrite_numpy(unit.node, unit, np_name)
@@ -243,9 +249,7 @@ def _adjoints(entry: _Unit, by_fn: dict, transform, np_name: str, params_meta, n
     while done < len(queue):
         unit, active = queue[done]
         done += 1
-        node = with_origins(unit.pf)
-        modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
-        node = _normal(unit, desugar(node, np_name, modules), namespace)
+        node = _normal(unit, desugared(unit, np_name), namespace)
         node = clean_signature(node, names[(id(unit.pf.captured.fn), active)])
         params = [p.name.value for p in node.params.params]
         vjp = Transform("vjp", (("wrt", active),))
@@ -343,6 +347,13 @@ def _normal(unit: _Unit, node: cst.FunctionDef, namespace) -> cst.FunctionDef:
             return None
 
     return index_results(anf(_structured(unit, node), frozenset(namespace)), arity)
+
+
+def desugared(unit: _Unit, np_name: str) -> cst.FunctionDef:
+    """The unit's function as every transformation starts from it: origin comments, calls by
+    one name per function, desugared (:mod:`srctrans.passes.desugar`)."""
+    modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
+    return desugar(with_origins(unit.pf, unit.aliases), np_name, modules)
 
 
 def _structured(unit: _Unit, node: cst.FunctionDef) -> cst.FunctionDef:
@@ -460,6 +471,47 @@ def _where(unit: _Unit, b: Binding) -> str:
     if b.origin == "closure":
         return f"closure value of {unit.pf.captured.qualname}"
     return f"global of {mod}"
+
+
+def _module_functions(unit: _Unit) -> dict[str, Any]:
+    """``{"helpers.norm": norm}``: the unit's reads of a function of the user's own through a
+    module it imports (``import helpers``), which Numba cannot call there."""
+    modules = {n: b.value for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType)}
+    if not modules:
+        return {}
+    found: dict[str, Any] = {}
+
+    class Reads(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            parts, base = [node.attr.value], node.value
+            while isinstance(base, cst.Attribute):
+                parts.append(base.attr.value)
+                base = base.value
+            if not isinstance(base, cst.Name) or base.value not in modules:
+                return True
+            value = modules[base.value]
+            for part in reversed(parts):
+                value = getattr(value, part, None)
+            if is_user_function(value) and not _custom_rule(value):
+                found[".".join([base.value, *reversed(parts)])] = value
+            return False
+
+    unit.pf.node.visit(Reads())
+    return found
+
+
+def _alias(unit: _Unit, binding: Binding, name: str) -> None:
+    """``unit`` calls a function of the file by ``binding.name``; the file calls it ``name``."""
+    taken = unit.bindings.get(name)
+    if (taken is not None and taken.value is not binding.value) or name in scan(unit.pf.node).local:
+        raise unit.pf.error(
+            SrcTransError,
+            unit.pf.node,
+            f"{unit.pf.captured.qualname} calls the function {name!r} as {binding.name!r} and gives {name!r} another meaning",
+            f"call it by one name, {name!r} or {binding.name!r}, in every function the transformation reaches",
+        )
+    unit.aliases[binding.name] = name
+    unit.bindings[name] = Binding(name, "callee", binding.value, binding.origin)
 
 
 def _claim(namespace, name: str, kind: str, identity: Any, unit: _Unit, node: cst.CSTNode) -> None:
@@ -665,25 +717,6 @@ def _free_leaf_names(node: cst.FunctionDef, leaf_names: set[str]) -> cst.Functio
     class Rename(cst.CSTTransformer):
         def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
             return updated.with_changes(value=mapping[updated.value]) if updated.value in mapping else updated
-
-    return node.visit(Rename())
-
-
-def _one_name(node: cst.FunctionDef, aliases: dict[str, str]) -> cst.FunctionDef:
-    """Calls of a function by another of its names (``_impl`` where ``clip = _impl`` was written
-    first) use the name it has in the file. The names are free in ``node``: nothing local to rename."""
-    if not aliases:
-        return node
-
-    class Rename(cst.CSTTransformer):
-        def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
-            return updated.with_changes(value=aliases[updated.value]) if updated.value in aliases else updated
-
-        def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
-            return updated.with_changes(attr=original.attr)  # ``obj._impl`` is not the name
-
-        def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
-            return updated.with_changes(keyword=original.keyword)  # nor is ``g(_impl=...)``
 
     return node.visit(Rename())
 

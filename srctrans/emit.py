@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -29,9 +30,25 @@ from .parse import ParsedFunction
 class _Origins(cst.CSTTransformer):
     """Put an origin comment before every statement of the user's function."""
 
-    def __init__(self, pf: ParsedFunction) -> None:
+    def __init__(self, pf: ParsedFunction, aliases: Mapping[str, str]) -> None:
         super().__init__()
         self.pf = pf
+        self.aliases = aliases
+
+    def leave_Name(self, original, updated):
+        """A call by another name of a function in the file (``_cube`` where ``cubed = _cube`` was
+        met first) uses its name there; the names are free in the function, nothing local."""
+        name = self.aliases.get(updated.value)
+        return updated if name is None else updated.with_changes(value=name)
+
+    def leave_Attribute(self, original, updated):
+        name = self.aliases.get(_dotted(original))  # ``helpers.norm``, a function of the file
+        if name is not None:
+            return cst.Name(name)
+        return updated.with_changes(attr=original.attr)  # ``obj._cube`` is not the name
+
+    def leave_Arg(self, original, updated):
+        return updated.with_changes(keyword=original.keyword)  # nor is ``g(_cube=...)``
 
     def _comment(self, original: cst.CSTNode, updated):
         line = self.pf.positions[original].start.line
@@ -58,19 +75,32 @@ class _Origins(cst.CSTTransformer):
         return self._comment(original, updated)
 
 
-def with_origins(pf: ParsedFunction) -> cst.FunctionDef:
-    """The user's function as a ``def`` (lambdas too), origin comments before each statement."""
+def _dotted(node: cst.BaseExpression) -> str | None:
+    """``a.b.c`` as text, or None when it is not names and dots."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def with_origins(pf: ParsedFunction, aliases: Mapping[str, str] | None = None) -> cst.FunctionDef:
+    """The user's function as a ``def`` (lambdas too), origin comments before each statement;
+    ``aliases``: other names of functions in the file, and the names they have there."""
     node = pf.node
+    aliases = aliases or {}
     if isinstance(node, cst.Lambda):
         line = pf.positions[node].start.line
         comment = cst.EmptyLine(comment=cst.Comment(f"# {pf.display_file}:{line}  {pf.source_line(line)}".rstrip()))
-        ret = cst.SimpleStatementLine([cst.Return(node.body.with_changes(lpar=[], rpar=[]))], leading_lines=[comment])
+        body = node.body.visit(_Origins(pf, aliases)) if aliases else node.body
+        ret = cst.SimpleStatementLine([cst.Return(body.with_changes(lpar=[], rpar=[]))], leading_lines=[comment])
         return cst.FunctionDef(
             name=cst.Name(pf.captured.name),
             params=node.params,
             body=cst.IndentedBlock([ret]),
         )
-    body = node.body.visit(_Origins(pf))
+    body = node.body.visit(_Origins(pf, aliases))
     return node.with_changes(body=body, decorators=[], leading_lines=[])
 
 

@@ -386,7 +386,7 @@ def test_tuples_inside_a_call_that_cannot_pass_adjoints_are_refused(make_module,
         srctrans.grad(getattr(mod, name))(np.ones(2), np.ones(2))
 
 
-ONE_LINERS = """
+STATEMENT_FORMS = """
 import numpy as np
 
 
@@ -396,6 +396,18 @@ def whole(x): return np.sum(np.sin(x) * x[0])
 def semicolons(x):
     a = x * 2.0; b = a + np.cos(x)
     return np.sum(b * b)
+
+
+def _parts(x):
+    return np.sin(x), (x * 2.0, np.cos(x))
+
+
+def nested_unpacking(x):
+    a, (b, c) = _parts(x)
+    d, (e, (g, h)) = x * 1.0, (np.sin(x), (x ** 2, 3.0))
+    z = np.zeros(2)
+    s, (z[0], z[1]) = np.sum(x), (x[0] * 2.0, x[1])
+    return np.sum(a * b + c) + np.sum(d * e + g * h) + s * z[0] + z[1]
 
 
 def one_line_blocks(x):
@@ -408,13 +420,14 @@ def one_line_blocks(x):
 """
 
 
-@pytest.mark.parametrize("name", ["whole", "semicolons", "one_line_blocks"])
-def test_statements_written_on_one_line(make_module, name):
+@pytest.mark.parametrize("name", ["whole", "semicolons", "one_line_blocks", "nested_unpacking"])
+def test_statement_forms_grad_and_jvp_refused(make_module, name):
     """``def f(x): return ...`` and ``if c: y = 1``: grad and jvp refused them ("the function
-    must end with a return statement"); jit and vmap took them."""
+    must end with a return statement"); jit and vmap took them. And ``a, (b, c) = ...``,
+    which grad and jvp refused ("unpack ... into plain names, one level deep")."""
     from .conftest import central_differences
 
-    mod = make_module(ONE_LINERS)
+    mod = make_module(STATEMENT_FORMS)
     f = getattr(mod, name)
     for x in (np.array([0.3, 0.8, -0.5]), np.array([0.1, 0.2, 0.05])):  # both branches of the if
         expected = central_differences(f, (x,), 0)
@@ -424,3 +437,109 @@ def test_statements_written_on_one_line(make_module, name):
         np.testing.assert_allclose(srctrans.jvp(f, (x,), (direction,))[1], expected @ direction, rtol=1e-6, atol=1e-8)
     text = srctrans.grad(f).source_path().read_text()
     assert f"{Path(mod.__file__).name}:" in text  # the statements keep their origin comments
+
+
+TWO_NAMES = """
+import numpy as np
+
+
+def _cube(x):
+    return x * x * x
+
+
+cubed = _cube
+
+
+def inner(x):
+    return cubed(x) * 2.0
+
+
+def alias_met_in_a_callee_first(x):
+    return np.sum(inner(x) + _cube(x))
+
+
+def alias_met_in_the_entry_first(x):
+    return np.sum(_cube(x) + inner(x))
+
+
+def unbatched_alias(x, w):
+    return np.sum(inner(x) + _cube(w) * x)
+"""
+
+
+@pytest.mark.parametrize("name", ["alias_met_in_a_callee_first", "alias_met_in_the_entry_first"])
+def test_a_function_with_two_names_called_from_several_functions(make_module, name):
+    """The review found that renaming in one place was not enough: jvp refused
+    ``_cube(x)`` ("cannot differentiate a call of cubed") and grad raised NameError when a
+    callee met the other name; vmap's file called a name it did not define."""
+    from .conftest import central_differences
+
+    mod = make_module(TWO_NAMES)
+    f = getattr(mod, name)
+    x, xs = np.array([0.5, -1.25, 0.3]), np.array([[0.5, -1.25, 0.3], [0.2, 0.1, -0.4]])
+    expected = central_differences(f, (x,), 0)
+    np.testing.assert_allclose(expected, 9 * x**2, rtol=1e-6)
+    assert srctrans.jit(f)(x) == pytest.approx(f(x))
+    np.testing.assert_allclose(srctrans.grad(f)(x), expected, rtol=1e-6)
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(f))(x), expected, rtol=1e-6)
+    np.testing.assert_allclose(srctrans.jvp(f, (x,), (np.ones(3),))[1], expected.sum(), rtol=1e-6)
+    np.testing.assert_allclose(srctrans.vmap(srctrans.grad(f))(xs), 9 * xs**2, rtol=1e-12)
+    w = np.array([1.5, -0.5, 2.0])
+    batched = [mod.unbatched_alias(r, w) for r in xs]
+    np.testing.assert_allclose(srctrans.vmap(mod.unbatched_alias, in_axes=(0, None))(xs, w), batched)
+    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(mod.unbatched_alias, in_axes=(0, None)))(xs, w), batched)
+
+
+def test_functions_of_your_own_called_through_their_module(make_module, tmp_path):
+    """``helpers.norm2(x)`` with ``import helpers``: jit failed to compile it ("Unknown attribute
+    'norm2' of type Module"); the function is now written into the file and called by its name."""
+    from .conftest import central_differences
+
+    helpers = make_module("import numpy as np\n\ndef norm2(x):\n    return np.sum(x * x)\n", folder=tmp_path / "lib")
+    mod = make_module(
+        f"""
+        import numpy as np
+        import {helpers.__name__}
+        import {helpers.__name__} as h
+
+        def norm2(x):  # a function of the same name in this module: another function
+            return np.sum(np.abs(x))
+
+        def f(x):
+            return {helpers.__name__}.norm2(np.sin(x)) * 2.0 + h.norm2(x) + norm2(x)
+        """,
+        folder=tmp_path / "lib",
+    )
+    x, xs = np.array([0.5, -1.25, 0.3]), np.array([[0.5, -1.25, 0.3], [0.2, 0.1, -0.4]])
+    expected = central_differences(mod.f, (x,), 0)
+    assert srctrans.jit(mod.f)(x) == pytest.approx(mod.f(x))
+    np.testing.assert_allclose(srctrans.grad(mod.f)(x), expected, rtol=1e-6)
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(mod.f))(x), expected, rtol=1e-6)
+    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(mod.f))(xs), [mod.f(r) for r in xs])
+    text = srctrans.jit(mod.f).source()
+    assert text.count("def norm2(") == 1 and f"{helpers.__name__}.norm2(" not in text.split("def f(")[1].split("\n", 2)[2]
+
+
+def test_a_jacobian_called_inside_a_compiled_function_is_refused_at_the_users_line(make_module):
+    """It raised a SourceUnavailableError about srctrans's own api.py ("the file may have
+    changed since it was imported"): srctrans read the Jacobian's wrapper as the user's code."""
+    mod = make_module(
+        """
+        import numpy as np
+        import srctrans
+
+        def f(x):
+            return np.tanh(x) * x[0]
+
+        jac = srctrans.jacfwd(f)
+
+        def g(x):
+            return np.sum(jac(x) ** 2)
+        """
+    )
+    x = np.array([0.5, -1.25, 0.3])
+    assert np.isfinite(mod.g(x))
+    with pytest.raises(srctrans.CompileError) as info:
+        srctrans.jit(mod.g)(x)
+    assert (info.value.filename, info.value.line) == (mod.__file__, 11)  # return np.sum(jac(x) ** 2)
+    assert "jac" in str(info.value)

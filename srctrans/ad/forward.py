@@ -787,12 +787,9 @@ def tangent_functions(entry, by_fn: dict, transform, np_name: str, params_meta, 
     Returns the callees' tangent functions (the entry's replaces ``entry.node``) and the
     names of the entry's tangent parameters, in order.
     """
-    import types
-
-    from ..build import _at_line, _normal, _resolver
-    from ..emit import clean_signature, with_origins
+    from ..build import _at_line, _normal, _resolver, desugared
+    from ..emit import clean_signature
     from ..errors import NoDerivativeError, UnsupportedSyntaxError
-    from ..passes.desugar import desugar
 
     names: dict[tuple[int, tuple[str, ...]], str] = {}
     queue: list[tuple[Any, tuple[str, ...]]] = []
@@ -838,9 +835,7 @@ def tangent_functions(entry, by_fn: dict, transform, np_name: str, params_meta, 
     while done < len(queue):
         unit, active = queue[done]
         done += 1
-        node = with_origins(unit.pf)
-        modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
-        node = _normal(unit, desugar(node, np_name, modules), namespace)
+        node = _normal(unit, desugared(unit, np_name), namespace)
         name = names[(id(unit.pf.captured.fn), active)]
         node = clean_signature(node, name)
         out.append(run(unit, node, active, name))

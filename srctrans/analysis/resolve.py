@@ -35,6 +35,11 @@ _LIBRARY_ROOTS = tuple(
     for p in {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
 )
 _OWN_PACKAGES = ("srctrans", "numba_backend")
+# where those packages' files are: a function of theirs may carry the user's __module__
+# (a Jacobian is functools.update_wrapper'ed with the user's function)
+_OWN_ROOTS = tuple(
+    os.path.realpath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, p)) + os.sep for p in _OWN_PACKAGES
+)
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,7 @@ def is_user_function(value: Any) -> bool:
     if module.split(".")[0] in _OWN_PACKAGES:
         return False
     path = os.path.realpath(value.__code__.co_filename)
-    return not path.startswith(_LIBRARY_ROOTS)
+    return not path.startswith(_LIBRARY_ROOTS + _OWN_ROOTS)
 
 
 def literal_text(value: Any) -> str | None:

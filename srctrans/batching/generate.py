@@ -8,8 +8,6 @@ included), whether it is batched and its rank, and the method: ``"vectorize"``,
 
 from __future__ import annotations
 
-import types
-
 import libcst as cst
 
 from ..rules.batching import Info
@@ -80,12 +78,10 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
 def _normal_form(unit, np_name: str, namespace, static=None) -> cst.FunctionDef:
     """``unit``'s function as the rewrite reads it: desugared, structured, in A-normal form,
     a returned display returned directly; with ``static``, the entry's signature too."""
-    from ..build import _entry_signature, _normal
-    from ..emit import clean_signature, with_origins
-    from ..passes.desugar import desugar
+    from ..build import _entry_signature, _normal, desugared
+    from ..emit import clean_signature
 
-    modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
-    normal = _normal(unit, desugar(with_origins(unit.pf), np_name, modules), namespace)
+    normal = _normal(unit, desugared(unit, np_name), namespace)
     normal = clean_signature(normal, unit.emit_name)
     if static is not None:
         normal, _ = _entry_signature(unit, normal, static)

@@ -57,6 +57,13 @@ def written_in_a_loop(w):
     return np.sum(y * y)
 
 
+def filled_buffer(x):
+    out = np.empty_like(x)
+    out[:] = np.sin(x)
+    out[0] = x[1] * 3.0
+    return np.sum(out * x)
+
+
 def repeated_write_scalar(w):
     y = np.zeros(4)
     y[np.array([1, 1])] = w * np.array([1.0, 2.0])
@@ -147,3 +154,13 @@ def test_second_derivative_through_writes_in_place(m, compiled):
 def test_second_derivative_through_a_repeated_index_is_refused(m):
     with pytest.raises(ValueError, match="repeated entries"):
         srctrans.grad(srctrans.grad(m.repeated_write_scalar))(0.5)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_buffer_made_by_empty_like_and_filled(m, compiled):
+    """np.empty_like had no derivative rule (NoDerivativeError); its values are never read."""
+    f = m.filled_buffer
+    grad = srctrans.jit(srctrans.grad(f)) if compiled else srctrans.grad(f)
+    expected = central_differences(f, (X,), 0)
+    np.testing.assert_allclose(grad(X), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(srctrans.jvp(f, (X,), (np.ones(4),))[1], expected.sum(), rtol=1e-6)

@@ -291,6 +291,7 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.zeros_like": nondiff("x, dtype=None"),
     "numpy.ones_like": nondiff("x, dtype=None"),
     "numpy.empty": nondiff("shape, dtype=None"),
+    "numpy.empty_like": nondiff("x, dtype=None"),
     "numpy.arange": nondiff("start, stop=None, step=None"),
     "numpy.linspace": nondiff("start, stop, num=50"),
     "numpy.eye": nondiff("N, M=None, k=0, dtype=None"),

@@ -287,6 +287,7 @@ SPECS = {
     "numpy.zeros_like": [(lambda x: x + np.zeros_like(x), (lambda r: normal(r, 3),))],
     "numpy.ones_like": [(lambda x: x * np.ones_like(x), (lambda r: normal(r, 3),))],
     "numpy.empty": [(lambda x: x * np.empty(0).size, (lambda r: normal(r, 3),))],
+    "numpy.empty_like": [(lambda x: x * np.empty_like(x).shape[0], (lambda r: normal(r, 3),))],
     "numpy.arange": [(lambda x: x * np.arange(3.0), (lambda r: normal(r, 3),))],
     "numpy.linspace": [(lambda x: x * np.linspace(0.0, 1.0, 3), (lambda r: normal(r, 3),))],
     "numpy.eye": [(lambda x: x @ np.eye(3, 4, 1), (lambda r: normal(r, 2, 3),))],

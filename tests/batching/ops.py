@@ -419,7 +419,8 @@ _UNARY = {
     "numpy.tan": None, "numpy.arcsin": None, "numpy.arccos": None, "numpy.arctan": None, "numpy.sinh": None,
     "numpy.cosh": None, "numpy.tanh": None, "numpy.arcsinh": None, "numpy.arccosh": (1.2, 2.0),
     "numpy.arctanh": None, "numpy.abs": (-1.0, 1.0), "numpy.absolute": (-1.0, 1.0), "numpy.fabs": (-1.0, 1.0),
-    "numpy.sign": (-1.0, 1.0), "numpy.floor": (-2.0, 2.0), "numpy.ceil": (-2.0, 2.0), "numpy.sinc": None,
+    "numpy.sign": (-1.0, 1.0), "numpy.floor": (-2.0, 2.0), "numpy.ceil": (-2.0, 2.0),
+    "numpy.trunc": (-2.0, 2.0), "numpy.rint": (-2.0, 2.0), "numpy.fix": (-2.0, 2.0), "numpy.sinc": None,
     "numpy.deg2rad": None, "numpy.rad2deg": None, "numpy.isnan": None, "numpy.isfinite": None,
 }
 _BINARY = [

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from . import __version__
+from .analysis.names import dotted
 from .cache import HASH_PREFIX, META_PREFIX
 from .parse import ParsedFunction
 
@@ -42,7 +43,7 @@ class _Origins(cst.CSTTransformer):
         return updated if name is None else updated.with_changes(value=name)
 
     def leave_Attribute(self, original, updated):
-        name = self.aliases.get(_dotted(original))  # ``helpers.norm``, a function of the file
+        name = self.aliases.get(dotted(original))  # ``helpers.norm``, a function of the file
         if name is not None:
             return cst.Name(name)
         return updated.with_changes(attr=original.attr)  # ``obj._cube`` is not the name
@@ -73,16 +74,6 @@ class _Origins(cst.CSTTransformer):
 
     def leave_While(self, original, updated):
         return self._comment(original, updated)
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    """``a.b.c`` as text, or None when it is not names and dots."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
-    return None
 
 
 def with_origins(pf: ParsedFunction, aliases: Mapping[str, str] | None = None) -> cst.FunctionDef:

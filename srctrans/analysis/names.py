@@ -72,6 +72,16 @@ class _Scan(cst.CSTVisitor):
         self.loads.setdefault(node.value, node)
 
 
+def dotted(node: cst.BaseExpression) -> str | None:
+    """``a.b.c`` as text, or None when ``node`` is not names and dots."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
 def params_of(node: cst.FunctionDef | cst.Lambda) -> tuple[str, ...]:
     p = node.params
     return tuple(q.name.value for q in (*p.posonly_params, *p.params, *p.kwonly_params))

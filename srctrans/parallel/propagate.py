@@ -159,19 +159,10 @@ class Plan:
         )
 
 
-def _dotted(node: Any) -> str | None:
-    import libcst as cst
-
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
-    return None
-
-
 def _qualified(node: Any) -> str | None:
-    text = _dotted(node)
+    from ..analysis.names import dotted  # (libcst, imported when a file is made)
+
+    text = dotted(node)
     if text is None or "." not in text:
         return text
     head, rest = text.split(".", 1)
@@ -634,6 +625,8 @@ def _compound_kinds(node: Any, writes: set[str], info: _Info) -> dict[str, Kind]
     """
     import libcst as cst
 
+    from ..analysis.names import dotted
+
     found: dict[str, set[int | None]] = {n: set() for n in writes}
     # inside, a name the statement assigns may hold any of its values: unknown rank
     inner = _Info({**info.env, **{n: REP for n in writes}}, info.local)
@@ -657,7 +650,7 @@ def _compound_kinds(node: Any, writes: set[str], info: _Info) -> dict[str, Kind]
                 found.setdefault(name, set()).add(None)
 
         def visit_For(self, n: cst.For) -> None:
-            ranged = isinstance(n.iter, cst.Call) and _dotted(n.iter.func) == "range"
+            ranged = isinstance(n.iter, cst.Call) and dotted(n.iter.func) == "range"
             for name in reads(n.target):
                 found.setdefault(name, set()).add(0 if ranged and isinstance(n.target, cst.Name) else None)
 

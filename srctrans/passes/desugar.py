@@ -4,10 +4,8 @@ Output contract (what holds after this pass, and nothing else changes):
 
 1. Array methods with a NumPy function of the same meaning are calls of that
    function: ``x.sum(axis=0)`` -> ``np.sum(x, axis=0)``, ``a.dot(b)`` ->
-   ``np.dot(a, b)``; the methods are listed in :data:`METHOD_FUNCTIONS` (and
-   :data:`POSITIONAL_METHOD_FUNCTIONS`, given no keywords). (NumPy's functions defer
-   to a non-array receiver's own method, so this keeps meaning.) ``x.flatten()`` ->
-   ``np.copy(np.ravel(x))``.
+   ``np.dot(a, b)``; the methods are listed in :data:`METHOD_FUNCTIONS`. (NumPy's
+   functions defer to a non-array receiver's own method, so this keeps meaning.)
 2. Chained comparisons whose middle operands are names or constants are
    ``and`` chains: ``a < b < c`` -> ``a < b and b < c``.
 3. A statement assigning to several targets, ``a = b = e``, is ``a = e`` then ``b = a``.
@@ -31,10 +29,11 @@ import libcst as cst
 # receiver as first argument and the remaining arguments in the same order.
 METHOD_FUNCTIONS: frozenset[str] = frozenset(
     """sum mean std var max min prod all any argmax argmin cumsum cumprod dot
-    ptp trace nonzero squeeze diagonal swapaxes round""".split()
+    ptp trace nonzero squeeze swapaxes""".split()
 )
-# ... and those whose keywords differ from the function's (``x.clip(max=1.0)``): by position only
-POSITIONAL_METHOD_FUNCTIONS: frozenset[str] = frozenset({"clip"})
+# Not clip, round or diagonal: np.clip and np.round call an object's own method with NumPy's
+# keywords (out=, decimals=) and np.diagonal never calls it, so a class of the user's with
+# such a method would get NumPy's meaning instead of its own.
 
 
 def _is_simple(node: cst.BaseExpression) -> bool:
@@ -59,18 +58,7 @@ class Desugar(cst.CSTTransformer):
         func = updated.func
         if (
             isinstance(func, cst.Attribute)
-            and func.attr.value == "flatten"
-            and not updated.args
-            and not _is_module_like(func.value, self.module_names)
-        ):  # x.flatten(): a new array of x's elements in order
-            ravel = cst.Call(cst.Attribute(cst.Name(self.np_name), cst.Name("ravel")), [cst.Arg(func.value)])
-            return updated.with_changes(func=cst.Attribute(cst.Name(self.np_name), cst.Name("copy")), args=[cst.Arg(ravel)])
-        if (
-            isinstance(func, cst.Attribute)
-            and (
-                func.attr.value in METHOD_FUNCTIONS
-                or (func.attr.value in POSITIONAL_METHOD_FUNCTIONS and all(a.keyword is None for a in updated.args))
-            )
+            and func.attr.value in METHOD_FUNCTIONS
             and not _is_module_like(func.value, self.module_names)
         ):
             receiver = func.value

@@ -21,7 +21,7 @@ MAYBE_VIEW_RESULTS = frozenset({"numpy.asarray", "numpy.asanyarray", "numpy.asco
 # Results that are a new array for certain (besides NumPy's ufuncs, arithmetic and comparisons):
 # an array of the function's own that no other name shares.
 NEW_ARRAYS = frozenset({
-    "numpy.copy", "ndarray.copy", "numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full", "numpy.zeros_like",
+    "numpy.copy", "ndarray.copy", "ndarray.flatten", "numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full", "numpy.zeros_like",
     "numpy.ones_like", "numpy.empty_like", "numpy.full_like", "numpy.eye", "numpy.identity", "numpy.arange",
     "numpy.linspace", "numpy.stack", "numpy.concatenate", "numpy.hstack", "numpy.vstack", "numpy.dot",
     "numpy.matmul", "numpy.outer", "numpy.inner", "numpy.tensordot", "numpy.einsum", "numpy.sum", "numpy.mean",

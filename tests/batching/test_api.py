@@ -344,3 +344,33 @@ def test_vmap_of_a_jacobian_bad_input():
         srctrans.vmap(jac, in_axes=(None, 0))(W, np.ones((0, 3)))
     with pytest.raises(ValueError, match="out_axes=None for output 0 of layer_out, but it differs between examples"):
         srctrans.vmap(jac, in_axes=(None, 0), out_axes=None)(W, np.arange(6.0).reshape(2, 3))
+
+
+class Interval:
+    """A class of the user's with methods named like ndarray's, and meanings of its own."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def clip(self, lo, hi):
+        return self.v + lo + hi
+
+    def round(self):
+        return self.v * 3.0
+
+
+def own_methods(x):
+    return Interval(x).clip(1.0, 2.0) + Interval(x).round()
+
+
+def clip_below(x):
+    return np.sum(x.clip(0.0) ** 2)
+
+
+def test_methods_named_like_numpys_keep_their_meaning():
+    """A review found two regressions of a desugaring later withdrawn: x.clip(0.0) became
+    np.clip(x, 0.0), which needs both bounds, and a user's own clip/round became NumPy's."""
+    xs = np.array([[-1.0, 0.5, 2.0], [0.3, -0.2, 1.5]])
+    np.testing.assert_allclose(srctrans.vmap(own_methods)(xs), [own_methods(x) for x in xs])
+    np.testing.assert_allclose(srctrans.vmap(clip_below)(xs), [clip_below(x) for x in xs])
+    assert srctrans.jit(clip_below)(xs[0]) == pytest.approx(clip_below(xs[0]))

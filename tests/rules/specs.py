@@ -270,6 +270,7 @@ SPECS = {
     ],
     "ndarray.copy": [(lambda x: x.copy() * x, (lambda r: normal(r, 4),))],
     "ndarray.ravel": [(lambda x: x.ravel() * 2.0, (lambda r: normal(r, 2, 2),))],
+    "ndarray.flatten": [(lambda x: x.flatten() * B, (lambda r: normal(r, 2, 2),))],
     "ndarray.astype": [(lambda x: x.astype(np.float64) * x, (lambda r: normal(r, 3),))],
     "getitem": [
         (lambda x: x[1:, 0] * x[0, 1], (lambda r: normal(r, 3, 4),)),

@@ -96,7 +96,8 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
                 add(parse_function(capture(binding.value)), binding.name)
             elif known.emit_name != binding.name:  # one function, two names (``clip = _impl``): one def, one name
                 _alias(unit, binding, known.emit_name)
-        for dotted, fn in _module_functions(unit).items():  # helpers.norm(x): a callee as well, called by its name
+        primal_custom = transform.name not in ("grad", "vjp", "jvp")
+        for dotted, fn in _module_functions(unit, primal_custom).items():  # helpers.norm(x): a callee too, by its name
             known = by_fn.get(id(fn))
             if known is None:
                 name = fn.__name__ if fn.__name__ not in namespace and fn.__name__ not in scan(unit.pf.node).all else (
@@ -134,7 +135,10 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         def add_function(fn) -> _Unit:  # a function the adjoint calls as it is (custom_vjp fwd/bwd)
             unit = by_fn.get(id(fn))
             if unit is None:
-                unit = add(parse_function(capture(fn)), fn.__name__)
+                name = fn.__name__
+                if name == "<lambda>":  # defvjp(lambda x: ..., lambda res, g: ...): a name of its own
+                    name = NameGen(set(namespace)).fresh("custom_rule", numbered=False)
+                unit = add(parse_function(capture(fn)), name)
             return unit
 
         if transform.name == "jvp":  # forward mode: tangent functions (srctrans.ad.forward)
@@ -473,9 +477,10 @@ def _where(unit: _Unit, b: Binding) -> str:
     return f"global of {mod}"
 
 
-def _module_functions(unit: _Unit) -> dict[str, Any]:
+def _module_functions(unit: _Unit, primal_custom: bool) -> dict[str, Any]:
     """``{"helpers.norm": norm}``: the unit's reads of a function of the user's own through a
-    module it imports (``import helpers``), which Numba cannot call there."""
+    module it imports (``import helpers``), which Numba cannot call there. ``primal_custom``:
+    a ``custom_vjp``/``custom_jvp`` there is the function it wraps (as in :func:`_resolve`)."""
     modules = {n: b.value for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType)}
     if not modules:
         return {}
@@ -492,6 +497,8 @@ def _module_functions(unit: _Unit) -> dict[str, Any]:
             value = modules[base.value]
             for part in reversed(parts):
                 value = getattr(value, part, None)
+            if primal_custom and _custom_rule(value):
+                value = value.fun
             if is_user_function(value) and not _custom_rule(value):
                 found[".".join([base.value, *reversed(parts)])] = value
             return False

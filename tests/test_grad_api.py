@@ -503,7 +503,22 @@ def test_functions_of_your_own_called_through_their_module(make_module, tmp_path
     'norm2' of type Module"); the function is now written into the file and called by its name."""
     from .conftest import central_differences
 
-    helpers = make_module("import numpy as np\n\ndef norm2(x):\n    return np.sum(x * x)\n", folder=tmp_path / "lib")
+    helpers = make_module(
+        """
+        import numpy as np
+        import srctrans
+
+        def norm2(x):
+            return np.sum(x * x)
+
+        @srctrans.custom_vjp
+        def scaled_grad(x):
+            return x * 1.0
+
+        scaled_grad.defvjp(lambda x: (x * 1.0, None), lambda res, g: (g * 10.0,))
+        """,
+        folder=tmp_path / "lib",
+    )
     mod = make_module(
         f"""
         import numpy as np
@@ -515,6 +530,9 @@ def test_functions_of_your_own_called_through_their_module(make_module, tmp_path
 
         def f(x):
             return {helpers.__name__}.norm2(np.sin(x)) * 2.0 + h.norm2(x) + norm2(x)
+
+        def with_a_rule(x):
+            return np.sum(h.scaled_grad(x) * x)
         """,
         folder=tmp_path / "lib",
     )
@@ -524,6 +542,10 @@ def test_functions_of_your_own_called_through_their_module(make_module, tmp_path
     np.testing.assert_allclose(srctrans.grad(mod.f)(x), expected, rtol=1e-6)
     np.testing.assert_allclose(srctrans.jit(srctrans.grad(mod.f))(x), expected, rtol=1e-6)
     np.testing.assert_allclose(srctrans.jit(srctrans.vmap(mod.f))(xs), [mod.f(r) for r in xs])
+    ruled = mod.with_a_rule
+    assert srctrans.jit(ruled)(x) == pytest.approx(ruled(x))  # (a custom_vjp through a module: the same)
+    np.testing.assert_allclose(srctrans.grad(ruled)(x), 11.0 * x)  # the rule's 10 g, plus d(x)/dx * x
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(ruled))(x), 11.0 * x)
     text = srctrans.jit(mod.f).source()
     assert text.count("def norm2(") == 1 and f"{helpers.__name__}.norm2(" not in text.split("def f(")[1].split("\n", 2)[2]
 

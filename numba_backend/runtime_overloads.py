@@ -2004,6 +2004,31 @@ def _ov_flip_grad(g, x, axis=None):
     return impl_tuple
 
 
+@overload(rt.diff_grad)
+def _ov_diff_grad(g, x, n=1, axis=-1):
+    _require_adjoint("diff_grad", g)
+    _require_array("diff_grad", x)
+    if not _is_int(n) or _axis_kind(axis, "diff_grad") != "int" or not isinstance(g, types.Array) or g.ndim != x.ndim:
+        raise TypingError("srctrans.runtime.diff_grad: under jit, n and axis must be ints and g an array of x's dimensions")
+    dt = _grad_dtype(x)
+
+    def impl(g, x, n=1, axis=-1):
+        ax = _norm_axis(axis, x.ndim)
+        cur = _to3(g, ax).astype(dt)
+        for _ in range(n):
+            p, m, q = cur.shape
+            out = np.zeros((p, m + 1, q), dt)
+            for i in range(p):
+                for j in range(m):  # y[j] = x[j + 1] - x[j]
+                    for k in range(q):
+                        out[i, j, k] -= cur[i, j, k]
+                        out[i, j + 1, k] += cur[i, j, k]
+            cur = out
+        return cur.reshape(x.shape)
+
+    return impl
+
+
 @overload(rt.roll_grad)
 def _ov_roll_grad(g, x, shift, axis=None):
     _require_adjoint("roll_grad", g)

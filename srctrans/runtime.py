@@ -542,6 +542,18 @@ def flip_grad(g, x, axis=None):
     return unbroadcast(np.flip(g, axis), x)
 
 
+def diff_grad(g, x, n=1, axis=-1):
+    """Adjoint of ``np.diff(x, n, axis)``: ``y[j] = x[j + 1] - x[j]`` sends ``g[j]`` to
+    ``x[j + 1]`` and ``-g[j]`` to ``x[j]``, ``n`` times over."""
+    g = np.asarray(g, dtype=np.result_type(np.asarray(x).dtype, np.float64))
+    for _ in range(n):
+        edge = list(g.shape)
+        edge[axis] = 1
+        zero = np.zeros(edge, g.dtype)
+        g = np.concatenate((zero, g), axis) - np.concatenate((g, zero), axis)
+    return g
+
+
 def roll_grad(g, x, shift, axis=None):
     """Adjoint of ``np.roll(x, shift, axis)``: ``g`` rolled back."""
     return unbroadcast(np.roll(g, np.negative(shift), axis), x)

@@ -573,3 +573,26 @@ def test_a_jacobian_called_inside_a_compiled_function_is_refused_at_the_users_li
         srctrans.jit(mod.g)(x)
     assert (info.value.filename, info.value.line) == (mod.__file__, 11)  # return np.sum(jac(x) ** 2)
     assert "jac" in str(info.value)
+
+
+def test_np_diff_compiled_and_batched(make_module):
+    """np.diff had no derivative rule (a total-variation penalty raised NoDerivativeError);
+    its adjoint rt.diff_grad has a Numba overload; np.diff has a batching rule."""
+    from .conftest import central_differences
+
+    mod = make_module(
+        """
+        import numpy as np
+
+        def total_variation(x):
+            return np.sum(np.diff(x) ** 2) + np.sum(np.diff(x, 2) * x[:-2])
+        """
+    )
+    f = mod.total_variation
+    xs = np.random.default_rng(5).normal(size=(3, 12))
+    expected = np.stack([central_differences(f, (x,), 0) for x in xs])
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(f))(xs[0]), expected[0], rtol=1e-6, atol=1e-8)
+    batched = srctrans.vmap(srctrans.grad(f))
+    np.testing.assert_allclose(batched(xs), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(srctrans.jit(srctrans.vmap(srctrans.grad(f)))(xs), expected, rtol=1e-6, atol=1e-8)
+    # (the vmap of the adjoint loops over the examples: rt.diff_grad has no batching rule yet)

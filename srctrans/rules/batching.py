@@ -167,6 +167,30 @@ def _shift(axis: Any, rank: int) -> Any:
     return axis % max(rank, 1) + 1
 
 
+def _diff_infer(site: Site) -> Info:
+    x = site.args[0]
+    _unbatched_keywords(site)
+    if any(a.batched for a in site.args[1:]):
+        raise Unbatchable("a batched n or axis")
+    return Info(x.batched, x.rank)
+
+
+def _diff_emit(site: Site) -> str:
+    """``np.diff(x, n, axis)`` of a batched ``x``: the example's axis, one further in (the last
+    axis stays ``-1``, which is all Numba's ``np.diff`` takes)."""
+    x = site.args[0]
+    if not x.batched:
+        return site.write()
+    (rank,) = _need_ranks(site, [x])
+    axis = _axis_value(site, "axis", 2)
+    axis = -1 if axis is None else axis
+    n = site.kwargs.get("n") or (site.args[1] if len(site.args) > 1 else None)
+    args = [x.text, n.text if n is not None else "1"]
+    if axis in (-1, rank - 1):
+        return site.write(args, {})
+    return site.write(args, {"axis": str(_shift(axis, rank))})
+
+
 # --- elementwise ---------------------------------------------------------------------------
 
 
@@ -766,6 +790,7 @@ BATCHING: dict[str, BatchRule] = {
     "numpy.argmax": reduction(),
     "numpy.argmin": reduction(),
     "numpy.cumsum": reduction(keeps_rank=True),
+    "numpy.diff": custom(_diff_infer, _diff_emit),
     "numpy.cumprod": reduction(keeps_rank=True),
     # --- linear algebra -----------------------------------------------------------
     "numpy.matmul": custom(_matmul_infer, _matmul_emit),

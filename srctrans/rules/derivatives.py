@@ -253,6 +253,7 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.flip": vjp("x, axis=None", jvp=LINEAR, x="rt.flip_grad({g}, {x}, {axis})"),
     "numpy.fliplr": vjp("x", jvp=LINEAR, x="rt.flip_grad({g}, {x}, 1)"),
     "numpy.flipud": vjp("x", jvp=LINEAR, x="rt.flip_grad({g}, {x}, 0)"),
+    "numpy.diff": vjp("x, n=1, axis=-1", jvp=LINEAR, x="rt.diff_grad({g}, {x}, {n}, {axis})"),
     "numpy.roll": vjp("x, shift, axis=None", jvp=LINEAR, x="rt.roll_grad({g}, {x}, {shift}, {axis})"),
     "numpy.tile": vjp("x, reps", jvp=LINEAR, x="rt.tile_grad({g}, {x}, {reps})"),
     "numpy.repeat": vjp("x, repeats, axis=None", jvp=LINEAR, x="rt.repeat_grad({g}, {x}, {repeats}, {axis})"),

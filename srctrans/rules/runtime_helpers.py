@@ -140,6 +140,7 @@ RUNTIME_DERIVATIVES.update({
         "g_, x, source, destination", jvp=LINEAR, g_="rt.moveaxis_grad({g}, {g_}, {destination}, {source})"
     ),
     "srctrans.runtime.flip_grad": vjp("g_, x, axis=None", jvp=LINEAR, g_="rt.flip_grad({g}, {g_}, {axis})"),
+    "srctrans.runtime.diff_grad": vjp("g_, x, n=1, axis=-1", jvp=LINEAR, g_="np.diff({g}, {n}, {axis})"),
     "srctrans.runtime.roll_grad": vjp("g_, x, shift, axis=None", jvp=LINEAR, g_="rt.roll_grad({g}, {g_}, np.negative({shift}), {axis})"),
     "srctrans.runtime.tile_grad": vjp("g_, x, reps", jvp=LINEAR, g_="rt.unbroadcast(np.tile({g}, {reps}), {g_})"),
     "srctrans.runtime.repeat_grad": vjp(

@@ -204,6 +204,14 @@ def cumsum_axis(x):
     return np.cumsum(x, axis=1)
 
 
+def diff_last(x):
+    return np.diff(x)
+
+
+def diff_twice_axis0(x):
+    return np.diff(x, 2, axis=0)
+
+
 def std_ddof(x):
     return np.std(x, axis=0, ddof=1)
 
@@ -494,6 +502,8 @@ SPECS += [
     ("numpy.mean", mean_keepdims, [mat(2, 3)], None),
     ("numpy.std", std_ddof, [mat(3, 2)], None),
     ("numpy.cumsum", cumsum_axis, [mat(2, 3)], None),
+    ("numpy.diff", diff_last, [mat(2, 3)], None),
+    ("numpy.diff", diff_twice_axis0, [mat(3, 2)], None),
     ("numpy.matmul", matmul_op, [mat(2, 3), vec(3)], None),
     ("numpy.matmul", matmul_op, [vec(2), mat(2, 3)], None),
     ("numpy.matmul", matmul_op, [vec(3), vec(3)], None),

@@ -232,6 +232,12 @@ SPECS = {
         (lambda x: np.diagonal(x, 1, 2, 0) ** 2, (lambda r: normal(r, 2, 3, 4),)),
     ],
     "numpy.moveaxis": [(lambda x: np.moveaxis(x, 0, -1) * B, (lambda r: normal(r, 4, 3, 2),))],
+    "numpy.diff": [
+        (lambda x: np.diff(x) ** 2, (lambda r: normal(r, 5),)),
+        (lambda x: np.diff(x, 2) * np.array([0.3, -0.7, 1.1]), (lambda r: normal(r, 5),)),
+        (lambda x: np.diff(x, axis=0) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.diff(x, 2, 0) ** 2, (lambda r: normal(r, 4, 3),)),
+    ],
     "numpy.fliplr": [(lambda x: np.fliplr(x) * B, (lambda r: normal(r, 3, 4),))],
     "numpy.flipud": [(lambda x: np.flipud(x) * B, (lambda r: normal(r, 3, 4),)), (lambda x: np.flipud(x) ** 2, (lambda r: normal(r, 4),))],
     "numpy.flip": [(lambda x: np.flip(x) * B, (lambda r: normal(r, 3, 4),)), (lambda x: np.flip(x, axis=1) * B, (lambda r: normal(r, 3, 4),))],

@@ -235,6 +235,10 @@ RUNTIME_SPECS = {
         (lambda g, x: rt.flip_grad(g, x, 1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
         (lambda g, x: rt.flip_grad(g, x, None), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
     ],
+    "srctrans.runtime.diff_grad": [
+        (lambda g, x: rt.diff_grad(g, x, 1, -1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 5))),
+        (lambda g, x: rt.diff_grad(g, x, 2, 0), (lambda r: normal(r, 2, 4), lambda r: normal(r, 4, 4))),
+    ],
     "srctrans.runtime.roll_grad": [
         (lambda g, x: rt.roll_grad(g, x, 5, None), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
         (lambda g, x: rt.roll_grad(g, x, -1, 1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),

@@ -70,6 +70,19 @@ def _prefix(spec: Any, tree: Any, where: str, what: str) -> list:
 _MISMATCH = object()
 
 
+def place_batch_axis(v: np.ndarray, a: int | None, k: int, who: str, what: str = "vmap") -> np.ndarray:
+    """Output ``k`` of ``who``, examples stacked along axis 0, with that axis where ``out_axes``
+    entry ``a`` puts it; ``a`` None: the one value every example has (``what``: the caller's name)."""
+    if a is None:
+        if v.shape[0] and not np.all(v == v[:1]):
+            raise ValueError(f"{what} out_axes=None for output {k} of {who}, but it differs between examples")
+        return v[0]
+    rank = v.ndim - 1
+    if not -(rank + 1) <= a <= rank:
+        raise ValueError(f"{what} out_axes={a} is out of range for output {k} of {who}, which has {rank} axes per example")
+    return np.moveaxis(v, 0, a % (rank + 1)) if a % (rank + 1) else v
+
+
 class _VectorizedUncompilable(Exception):
     """Numba refused a vectorized file that ``method="auto"`` chose (the loop is taken instead)."""
 
@@ -315,20 +328,9 @@ class VMapped:
                 k += len(flat)
             results.append(fn(*call))
         first, out_tree = tree_flatten(results[0])
-        per_leaf = [[np.asarray(tree_flatten(r)[0][t]) for r in results] for t in range(len(first))]
-        out = []
-        for t, (values, a) in enumerate(zip(per_leaf, _prefix(self.out_axes, results[0], "the result", "out_axes"))):
-            if a is None:
-                if any(not np.array_equal(v, values[0]) for v in values[1:]):
-                    raise ValueError(f"vmap out_axes=None for output {t} of {self.__qualname__}, but it differs between examples")
-                out.append(values[0])
-                continue
-            stacked = np.stack(values)
-            rank = stacked.ndim - 1
-            if not -(rank + 1) <= a <= rank:
-                raise ValueError(f"vmap out_axes={a} is out of range for output {t} of {self.__qualname__}, which has {rank} axes per example")
-            out.append(np.moveaxis(stacked, 0, a % (rank + 1)) if a % (rank + 1) else stacked)
-        return tree_unflatten(out_tree, out)
+        axes = _prefix(self.out_axes, results[0], "the result", "out_axes")
+        stacked = [np.stack([np.asarray(tree_flatten(r)[0][t]) for r in results]) for t in range(len(first))]
+        return tree_unflatten(out_tree, [place_batch_axis(v, a, t, self.__qualname__) for t, (v, a) in enumerate(zip(stacked, axes))])
 
     def _example_function(self) -> Callable:
         """What :meth:`_loop_call` calls per example: the Jacobian, compiled under ``jit(vmap(...))``."""

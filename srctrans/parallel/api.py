@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..batching.api import place_batch_axis
 from ..tree import tree_flatten, tree_unflatten
 from .devices import Device, check_backend
 from .devices import devices as list_devices
@@ -319,19 +320,8 @@ class PMapped:
         flat, treedef = tree_flatten(out)
         flat = [np.asarray(v) for v in flat]
         axes = _prefix(self.out_axes, out, "the result", "out_axes")
-        for k, a in enumerate(axes):
-            v = flat[k]
-            if a is None:
-                if v.shape[0] and not np.all(v == v[:1]):
-                    raise ValueError(f"pmap out_axes=None for output {k} of {self.__qualname__}, but it differs between examples")
-                flat[k] = v[0]
-                continue
-            rank = v.ndim - 1
-            if not -(rank + 1) <= a <= rank:
-                raise ValueError(f"pmap out_axes={a} is out of range for output {k} of {self.__qualname__}, which has {rank} axes per example")
-            if a % (rank + 1):
-                flat[k] = np.moveaxis(v, 0, a % (rank + 1))
-        return tree_unflatten(treedef, flat)
+        placed = [place_batch_axis(v, a, k, self.__qualname__, "pmap") for k, (v, a) in enumerate(zip(flat, axes))]
+        return tree_unflatten(treedef, placed)
 
     # --- seeing ------------------------------------------------------------------------------
 

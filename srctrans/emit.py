@@ -29,7 +29,8 @@ from .parse import ParsedFunction
 
 
 class _Origins(cst.CSTTransformer):
-    """Put an origin comment before every statement of the user's function."""
+    """Put an origin comment before every statement of the user's function, write one-line
+    blocks as lines, and call each function of the file by its one name there (``aliases``)."""
 
     def __init__(self, pf: ParsedFunction, aliases: Mapping[str, str]) -> None:
         super().__init__()

@@ -301,7 +301,8 @@ def _differentiate(
             always_tuple,
             custom_names,
             grads_only=bool(options.get("grads_only")) and not always_tuple,
-            growable=bool(options.get("grads_only")),  # the next grad pushes and pops its tapes
+            # the next grad pushes and pops its tapes; vmap's batches preallocated ones (rt.batch_tape)
+            growable=bool(options.get("grads_only")) and not options.get("indexed"),
             in_place=not options.get("grads_only"),  # no other transformation reads this file
         )
     except NoRuleError as err:

@@ -33,9 +33,11 @@ def value_and_adjoint_function(inner) -> Callable:
     return _adjoint_file(inner, options, "methods and pytree arguments are not supported here yet")
 
 
-def adjoint_function(inner) -> Callable:
+def adjoint_function(inner, indexed: bool = False) -> Callable:
     """The adjoint file of ``inner`` (a ``srctrans.grad``) as a plain function returning the gradient.
 
+    ``indexed``: loops over ``range`` save on preallocated tapes (``rt.tape``), which ``vmap``
+    batches, instead of lists another ``grad`` pushes and pops.
     Raises ``TypeError`` for what has no such function yet: ``value_and_grad`` (its output
     is a pair), ``has_aux``, static arguments.
     """
@@ -54,6 +56,8 @@ def adjoint_function(inner) -> Callable:
         raise TypeError("a grad with static arguments cannot be differentiated again yet")
     # (a compiled grad's file loops over the examples of the vmapped functions it calls)
     options = tuple(o for o in inner._transform.options if o[0] in ("wrt", "has_aux", "compiled")) + (("grads_only", True),)
+    if indexed:
+        options += (("indexed", True),)
     return _adjoint_file(inner, options, "a grad of a method or of pytree arguments cannot be differentiated again yet")
 
 

@@ -753,6 +753,13 @@ def batch_alloc(v, n):
     return out
 
 
+def batch_tape(v, n):
+    """:func:`tape` of a batched value: room for ``n`` saved batches, shaped ``(batch, n, ...)``
+    (the batch axis first), filled by ``t[:, trip] = v``."""
+    v = np.asarray(v)
+    return np.empty((v.shape[0], n) + v.shape[1:], dtype=v.dtype)
+
+
 def batch_unbroadcast(g, x):
     """``unbroadcast(g[i], x[i])`` for every example ``i``: both batched along axis 0."""
     return _batch_unbroadcast(np.asarray(g), np.shape(x)[1:], _grad_dtype(np.asarray(x)))

@@ -158,7 +158,7 @@ class VMapped:
 
             if self._jit is None and fn._compile:
                 self._jit = {k: v for k, v in fn._init_options.items() if not k.startswith("_")}
-            self._base = adjoint_function(fn)
+            self._base = adjoint_function(fn, indexed=True)
             self._one_tuple = not fn._single and len(fn._wrt) == 1
         elif isinstance(fn, Jitted):
             if self._jit is None and fn._compile:
@@ -216,6 +216,11 @@ class VMapped:
             return self._with_keywords(len(args), tuple(kwargs))(*ordered)
         if self._looped:
             return self._loop_call(args)
+        if self._jit is not None and self._jit.get("target") == "cuda" and not config.disable_jit:
+            out = self._per_example_kernel(args)
+            if out is not _MISMATCH:
+                return out
+            self.__dict__["_kernel_file"] = None
         plan = self._plans.get(_plain_key(args))
         if plan is not None:
             out = self._call_planned(plan, args)
@@ -231,7 +236,7 @@ class VMapped:
             treedefs.append(treedef)
             leaves += flat
         labels = self._leaf_labels(args)
-        arrays = [np.asarray(v) if not isinstance(v, (float, int, complex, bool)) else v for v in leaves]
+        arrays = [_array(v) if not isinstance(v, (float, int, complex, bool)) else v for v in leaves]
         done = [0] * len(arrays)  # how many outer levels each leaf is batched at (their axes are in front)
         per_level = []
         moves: list[tuple[int, int, int]] = []
@@ -251,7 +256,7 @@ class VMapped:
                         f"({nd} axes) {'per example of the outer vmap' if done[j] else ''}".rstrip()
                     )
                 src = done[j] + a % nd
-                arr = np.asarray(arrays[j])
+                arr = _array(arrays[j])
                 arrays[j] = np.moveaxis(arr, src, done[j]) if src != done[j] else arr
                 if src != done[j]:
                     moves.append((j, src, done[j]))
@@ -278,6 +283,58 @@ class VMapped:
         if planned and specs[-1].returns is None:  # the same shapes again: skip the checks above
             self._plans[_plain_key(args)] = _Plan(moves, checks, [lv.axis_size for lv in levels], specs[0], record)
         return out
+
+    def _per_example_kernel(self, args: tuple) -> Any:
+        """``jit(vmap(f), target="cuda")`` of a function with a loop: one CUDA kernel, one thread per
+        example, the whole loop in each thread (a host loop launching kernels would pay a launch per
+        trip). ``_MISMATCH`` where this does not apply (nested vmaps, pytrees, collectives, out_axes,
+        no loop) or the per-example code has no scalar form; the vectorized file runs then."""
+        if self._inner is not None or self.axis_name is not None or self.out_axes != 0 or len(args) != len(self._params):
+            return _MISMATCH
+        spec = self.in_axes if isinstance(self.in_axes, tuple) else (self.in_axes,) * len(args)
+        if len(spec) != len(args) or not all(a is None or isinstance(a, int) for a in spec):
+            return _MISMATCH
+        if any(isinstance(a, (tuple, list, dict)) or (a is None) for a in args):
+            return _MISMATCH
+        source = self.__dict__.get("_kernel_source")
+        if source is None:
+            source = self.__dict__["_kernel_source"] = _per_example_source(self._base)
+        constants = getattr(self._base, "__globals__", None)  # the numbers of its module (STEPS = 500)
+        if source is False:
+            return _MISMATCH
+        refused = self.__dict__.setdefault("_kernel_refused", set())
+        values, batched = [], []
+        for a, ax in zip(args, spec):
+            if ax is None:
+                values.append(a)
+                batched.append(False)
+                continue
+            arr = _array(a)
+            if not -arr.ndim <= ax < arr.ndim:
+                return _MISMATCH  # the vectorized path says what is wrong
+            values.append(np.moveaxis(arr, ax, 0) if ax % arr.ndim else arr)
+            batched.append(True)
+        if not any(batched):
+            return _MISMATCH
+        key = tuple((np.shape(v)[1:] if b else np.shape(v), str(getattr(v, "dtype", type(v).__name__)), b) for v, b in zip(values, batched))
+        if key in refused:
+            return _MISMATCH
+        sizes = {np.shape(v)[0] for v, b in zip(values, batched) if b}
+        if len(sizes) != 1:
+            return _MISMATCH
+        from numba_backend.cuda_jit import per_example
+
+        from ..errors import SrcTransError
+
+        path, name = source
+        try:
+            outs, self.__dict__["_kernel_file"] = per_example(path, name, self._params, values, batched, constants)
+        except SrcTransError:  # no scalar form (a matrix product's adjoint, an unknown call ...)
+            refused.add(key)
+            return _MISMATCH
+        if len(outs) == 1 and not self._one_tuple:
+            return outs[0]
+        return tuple(outs)
 
     def _batch_size(self, sizes: list[tuple[str, int, int]], axis_size: int | None) -> int:
         """The one batch size of the ``(label, in_axes entry, size)`` of each batched leaf, or ``axis_size``."""
@@ -506,7 +563,7 @@ class VMapped:
         from ..nested_calls import reads_srctrans_anywhere
         from ..pipeline import StaticArgs, Transform, generate
 
-        options = {"parallel": False, "fastmath": False, "cache": True, "boundscheck": True}
+        options = {"target": "cpu", "parallel": False, "fastmath": False, "cache": True, "boundscheck": True}
         if self._jit:
             options.update({k: self._jit[k] for k in options if k in self._jit})
         specs = [None] * len(levels)
@@ -567,7 +624,7 @@ class VMapped:
                 record = None
             elif not isinstance(raw, tuple):
                 record.append(("one", 0, 0))
-        flat = [np.asarray(v) for v in flat]
+        flat = [_array(v) for v in flat]
         for index in range(len(levels) - 1, -1, -1):
             level, spec = levels[index], specs[index]
             axes = _prefix(level.out_axes, out, "the result", "out_axes")
@@ -613,7 +670,14 @@ class VMapped:
         Jacobian's vmap, the file the Jacobian runs for each example)."""
         if self._looped:
             return self._example_function().source_path()
-        return self._last()[0].gen.path
+        if self.__dict__.get("_kernel_file") is not None:  # jit(target="cuda"): one kernel ran the examples
+            return self.__dict__["_kernel_file"]
+        spec = self._last()[0]
+        if spec.options.get("target") == "cuda" and not config.disable_jit:  # the file that runs: its CUDA form
+            from ..gpu import cuda_file
+
+            return cuda_file(spec.gen.path)
+        return spec.gen.path
 
     def source(self) -> str:
         return self.source_path().read_text()
@@ -672,6 +736,47 @@ def vmap(
     return VMapped(fn, in_axes, out_axes, axis_size, axis_name, method)
 
 
+def _per_example_source(fn: Callable) -> tuple | bool:
+    """(file, function) of ``fn``'s per-example code for a CUDA kernel, or False when it has no
+    loop (one array operation per line vectorizes better) or no generated file of its own."""
+    import re
+    from pathlib import Path
+
+    from ..cache import FOLDER
+
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    path = Path(code.co_filename)
+    if path.parent.name != FOLDER:  # the user's own function: its jit file, normalized
+        from ..pipeline import Transform, generate
+
+        try:
+            gen = generate(fn, Transform("jit"))
+        except Exception:  # noqa: BLE001 - the vectorized path reports what is wrong
+            return False
+        if any(m[0] != "arg" for m in gen.meta["params"]):
+            return False
+        path, name = gen.path, gen.entry
+    else:
+        name = fn.__name__
+    try:
+        text = path.read_text()
+    except OSError:
+        return False
+    if not re.search(r"^\s+(for|while) ", text, re.MULTILINE):
+        return False
+    return path, name
+
+
+def _array(v: Any) -> Any:
+    """``np.asarray(v)``, but a GPU array (``jit(..., target="cuda")``'s) stays where it is: NumPy's
+    functions reach its own library through ``__array_function__``."""
+    if hasattr(v, "__cuda_array_interface__") and hasattr(v, "__array_function__"):
+        return v
+    return np.asarray(v)
+
+
 def _compiled_grad(level: VMapped, options: dict) -> Callable:
     """Under ``jit(vmap(grad(f)))``, the adjoint file Numba compiles: where ``f`` calls
     transformations (``srctrans.vmap(g, ...)(x)``), that file loops over their examples instead of
@@ -682,4 +787,4 @@ def _compiled_grad(level: VMapped, options: dict) -> Callable:
     fn = level._fn
     if not isinstance(fn, Grad) or fn._compile or not _calls_transformations(fn._fn):
         return level._base  # type: ignore[return-value]
-    return adjoint_function(Grad(fn._fn, **fn._grad_args, jit_options=options))
+    return adjoint_function(Grad(fn._fn, **fn._grad_args, jit_options=options), indexed=True)

@@ -148,7 +148,7 @@ class PMapped:
         if isinstance(fn, Grad):
             from ..nesting import adjoint_function
 
-            self._base = adjoint_function(fn)
+            self._base = adjoint_function(fn, indexed=True)
             self._one_tuple = not fn._single and len(fn._wrt) == 1
         elif isinstance(fn, Jitted):
             self._base = fn._fn

@@ -429,7 +429,36 @@ class _Statements(_Writing):
             return
         if not isinstance(target, ast.Name):
             raise _Refuse(f"assigning to a {type(target).__name__}")
+        if isinstance(value_node, ast.Call) and self._is_tape(value_node.func):
+            self.tape(target.id, value_node)
+            return
         self.bind(target, self.expr(value_node))
+
+    def _is_tape(self, func: ast.expr) -> bool:
+        value = self.expr(func) if isinstance(func, (ast.Attribute, ast.Name)) else None
+        return isinstance(value, Const) and isinstance(value.value, _Module) and value.value.name == "srctrans.runtime.tape"
+
+    def tape(self, name: str, call: ast.Call) -> None:
+        """``name = rt.tape(v, n)`` (a loop's first trip makes room for what its ``n`` trips save):
+        one local array of ``n`` values like ``v``, declared before the outermost loop, written by
+        ``name[trip] = v`` and read back by the backward loop. Its length must be known here."""
+        if len(call.args) != 2 or call.keywords:
+            raise _Refuse("rt.tape with other arguments than (value, length)", call)
+        value = self.expr(call.args[0])
+        count = _static_int(self.expr(call.args[1]), call, "a tape's length (the trips of its loop)")
+        shape = (count,) + (value.shape if isinstance(value, Arr) else ())
+        dtype = storage_dtype(value.dtype)
+        previous = self.env.get(name)
+        if isinstance(previous, Arr) and previous.storage is not None and previous.shape == shape:
+            return  # made already (the first trip of an outer loop's earlier pass)
+        storage = name if name not in self.claimed else self.names.fresh(name)
+        self.claimed.add(name)
+        if self.control:
+            self.declare(storage, shape, dtype)
+            self.emit(f"pass  # {storage} is made before the loop")
+        else:
+            self.local_array(storage, shape, dtype, exact=True)
+        self.env[name] = _named_array(storage, shape, dtype)
 
     def bind(self, target: ast.expr, value: Value) -> None:
         if not isinstance(target, ast.Name):
@@ -543,6 +572,11 @@ class _Expressions(_Statements):
         if isinstance(node, ast.Name):
             if node.id in self.env:
                 return self.env[node.id]
+            if node.id in self.constants:  # a number the module holds: frozen into the kernel, as jit does
+                value = self.constants[node.id]
+                self.used_constants.add(node.id)
+                kind = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else "float"
+                return Sca(repr(value) if kind != "float" else _float_text(value), kind)
             if node.id in self.modules:
                 return Const(_Module(self.modules[node.id]))
             if node.id in self.callees:
@@ -790,11 +824,16 @@ class _Library(_Expressions):
             if name == "int" and _is_int_literal(s.text):
                 return Sca(str(int(_bare(s.text))), "int")
             return Sca(f"{name}({_bare(s.text)})", {"float": "float64", "int": "int64", "bool": "bool"}[name])
+        if name == "range" and 1 <= len(args) <= 3 and not kwargs:
+            bounds = [self.scalar(a, node, "a range bound") if not isinstance(a, Const) else a for a in args]
+            if all(isinstance(b, Sca) and _is_int_literal(_bare(b.text)) for b in bounds):
+                return Const(range(*(int(_bare(b.text)) for b in bounds)))  # (its length sizes tapes)
+            raise _Refuse("range(...) with bounds that are not constants, outside a for statement", node)
         if name == "len":
             (a,) = args
             if isinstance(a, Arr):
                 return Sca(str(a.shape[0]), "int")
-            if isinstance(a, Const) and isinstance(a.value, tuple):
+            if isinstance(a, Const) and isinstance(a.value, (tuple, range)):
                 return Sca(str(len(a.value)), "int")
         if name in ("abs", "min", "max") and all(isinstance(a, Sca) for a in args) and not kwargs:
             return Sca(f"{name}({', '.join(a.text for a in args)})", result_dtype(*[a.dtype for a in args]))
@@ -1374,6 +1413,8 @@ class _Scalarizer(_Random):
         self.fn = fn
         self.args = args
         self.callees: dict[str, ast.FunctionDef] = {}  # functions of the same file, written in place when called
+        self.constants: dict[str, Any] = {}  # numbers of the file's module (kernel_source's constants)
+        self.used_constants: set[str] = set()
         self.inlining: list[tuple[int, list]] = []  # per callee being written in place: (control depth, its return)
         self.modules = modules  # alias -> module, from the file's imports
         self.source_lines = source_lines
@@ -1573,8 +1614,13 @@ def _type_text(a: ArgSpec) -> str:
     return f"{storage_dtype(a.dtype)}{list(a.shape)}" if a.shape else storage_dtype(a.dtype)
 
 
-def kernel_source(path: Path, name: str, args: list[ArgSpec], display: str | None = None) -> KernelSource:
-    """The CUDA file for the per-example function ``name`` of the file at ``path``, specialized to ``args``."""
+def kernel_source(
+    path: Path, name: str, args: list[ArgSpec], display: str | None = None, constants: dict | None = None
+) -> KernelSource:
+    """The CUDA file for the per-example function ``name`` of the file at ``path``, specialized to ``args``.
+
+    ``constants``: numbers the file's module holds (``from model import STEPS``), read where a
+    name is neither an argument nor a local; their values are written into the kernel."""
     path = Path(path)
     text = path.read_text()
     tree = ast.parse(text)
@@ -1589,6 +1635,7 @@ def kernel_source(path: Path, name: str, args: list[ArgSpec], display: str | Non
     lines = text.split("\n")
     sc = _Scalarizer(fn, args, _imports(tree), lines)
     sc.callees = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name != name}
+    sc.constants = {k: v for k, v in (constants or {}).items() if type(v) in (int, float, bool)}
     sc.names.taken |= set(sc.callees)
     try:
         sc.statements(fn.body)
@@ -1614,6 +1661,8 @@ def kernel_source(path: Path, name: str, args: list[ArgSpec], display: str | Non
         "args": [[a.name, list(a.shape), storage_dtype(a.dtype), a.batched] for a in args],
         "outputs": [[list(s), d] for s, d in outputs],
     }
+    if sc.used_constants:
+        meta["constants"] = {k: sc.constants[k] for k in sorted(sc.used_constants)}
     dep = hashlib.sha256((text + json.dumps(meta) + Path(__file__).read_text()).encode()).hexdigest()[:16]
     body_hash = hashlib.sha256(module_body.encode()).hexdigest()[:16]
     from .. import __version__
@@ -1622,7 +1671,7 @@ def kernel_source(path: Path, name: str, args: list[ArgSpec], display: str | Non
     header = [
         f"# Generated by srctrans {__version__} from {display or path.name}:{name} -- CUDA kernel (one thread per example)",
         "# Do not edit: srctrans rewrites this file when the function or anything it uses changes.",
-        "# show again: call the pmap(..., backend='cuda') function; this file is written beside its parallel file",
+        "# show again: call the pmap(..., backend='cuda') or jit(vmap(...), target='cuda') function, then srctrans.source(it)",
         f"# per example: {shapes}",
         "# arrays are fixed-size cuda.local.array buffers filled by loops (device code cannot allocate)",
         META_PREFIX + json.dumps(meta, sort_keys=True),
@@ -1690,12 +1739,12 @@ def _located(path: Path, node: ast.AST, message: str, hint: str | None = None) -
     return SrcTransError(message, filename=str(path), line=line, col=col, end_col=end, hint=hint)
 
 
-def kernel_file(path: Path, name: str, args: list[ArgSpec]) -> tuple[Path, KernelSource]:
+def kernel_file(path: Path, name: str, args: list[ArgSpec], constants: dict | None = None) -> tuple[Path, KernelSource]:
     """Write (or keep) the CUDA file for ``name`` of ``path`` beside it; returns its path and source."""
     from ..cache import write_if_changed
 
-    src = kernel_source(path, name, args)
-    tag = hashlib.sha1(json.dumps(src.meta["args"]).encode()).hexdigest()[:8]
+    src = kernel_source(path, name, args, constants=constants)
+    tag = hashlib.sha1(json.dumps([src.meta["args"], src.meta.get("constants")]).encode()).hexdigest()[:8]
     stem = path.name[:-3] if path.name.endswith(".py") else path.name
     out = path.parent / f"{stem}.{name}.cuda-{tag}.py"
     write_if_changed(out, src.text)

@@ -594,25 +594,51 @@ def _sum_grad_emit(site: Site) -> str:
 def _dot_grad(other: int) -> BatchRule:
     """``rt.dot_grad_x(g, x, y)`` (``other=2``) / ``dot_grad_y`` (``other=1``) of ``np.dot(x, y)``.
 
-    Two vectors: ``g * y`` / ``g * x``, elementwise. A matrix times a vector (``A @ v``):
-    ``dot_grad_x`` is the outer product ``g[:, None] * v``, ``dot_grad_y`` is ``A.T @ g``,
-    which over a batch of ``g`` is one matrix product ``g @ A``.
+    Per example, with ``g`` the adjoint of the product:
+
+    - two vectors: ``g * y`` / ``g * x``, elementwise;
+    - a matrix times a vector (``A @ v``): ``dot_grad_x`` is the outer product ``g[:, None] * v``,
+      ``dot_grad_y`` is ``A.T @ g``, which over a batch of ``g`` is one matrix product ``g @ A``;
+    - a vector times a matrix (``v @ A``, a layer applied to one example): ``dot_grad_x`` is
+      ``A @ g`` (over a batch of ``g``, ``g @ A.T``), ``dot_grad_y`` the outer product ``v[:, None] * g``;
+    - two matrices: ``g @ B.T`` / ``A.T @ g``, batched matrix products (the last two axes swapped).
     """
 
     def infer(site: Site) -> Info:
         g, x, y = site.args
         ranks = (g.rank, x.rank, y.rank)
+        batched = g.batched or site.args[other].batched
         if ranks == (0, 1, 1):
-            return Info(g.batched or site.args[other].batched, 1)
+            return Info(batched, 1)
         if ranks == (1, 2, 1):
-            return Info(g.batched or site.args[other].batched, 2 if other == 2 else 1)
-        raise Unbatchable("the adjoint of a matrix product other than vector-vector or matrix-vector")
+            return Info(batched, 2 if other == 2 else 1)
+        if ranks == (1, 1, 2):
+            return Info(batched, 1 if other == 2 else 2)
+        if ranks == (2, 2, 2):
+            return Info(batched, 2)
+        raise Unbatchable("the adjoint of a matrix product of more than two axes")
 
     def emit(site: Site) -> str:
         g, x, y = site.args
-        if x.rank == 1:  # the operand not multiplied only gives the shape, which is the product's
+        if x.rank == 1 and y.rank == 1:  # the operand not multiplied only gives the shape, which is the product's
             product = _product(site, g, site.args[other])
             return elementwise().emit(product) if product.any_batched() else product.write()
+        if x.rank == 2 and y.rank == 2:
+            np_ = site.np
+            if other == 2:  # g @ y.T
+                t = f"{np_}.swapaxes({y.text}, -1, -2)" if y.batched else f"{y.text}.T"
+                return f"{g.text} @ {t}"
+            t = f"{np_}.swapaxes({x.text}, -1, -2)" if x.batched else f"{x.text}.T"
+            return f"{t} @ {g.text}"
+        if x.rank == 1:  # v @ A
+            if other == 2:  # A @ g per example
+                if not y.batched:
+                    return f"{g.text} @ {y.text}.T" if g.batched else f"{y.text} @ {g.text}"
+                column = f"{g.text}[:, None, :]" if g.batched else f"{g.text}"
+                return f"{site.np}.sum({y.text} * {column}, axis=2)"
+            # the outer product of v and g, per example
+            v = f"{x.text}[:, :, None]" if x.batched else f"{x.text}[:, None]"
+            return f"{v} * {g.text}[:, None, :]" if g.batched else f"{v} * {g.text}"
         column = f"{g.text}[:, :, None]" if g.batched else f"{g.text}[:, None]"
         if other == 2:  # the outer product of g and y, per example
             return f"{column} * {y.text}[:, None, :]" if y.batched else f"{column} * {y.text}"
@@ -621,6 +647,18 @@ def _dot_grad(other: int) -> BatchRule:
         return f"{site.np}.sum({column} * {x.text}, axis=1)"
 
     return BatchRule("custom", infer, emit)
+
+
+def _tape_infer(site: Site) -> Info:
+    v, n = site.args
+    if n.batched:
+        raise Unbatchable("a tape whose length differs between examples")
+    return Info(v.batched, None if v.rank is None else v.rank + 1)
+
+
+def _tape_emit(site: Site) -> str:
+    v, n = site.args
+    return f"rt.batch_tape({v.text}, {n.text})" if v.batched else site.write()
 
 
 # --- collectives over a named axis (srctrans.psum, pmean, pmax, pmin, all_gather, axis_index) ---
@@ -841,6 +879,7 @@ BATCHING: dict[str, BatchRule] = {
     "srctrans.runtime.unbroadcast": custom(_unbroadcast_infer, _unbroadcast_emit),
     "srctrans.runtime.dot_grad_x": _dot_grad(2),
     "srctrans.runtime.dot_grad_y": _dot_grad(1),
+    "srctrans.runtime.tape": custom(_tape_infer, _tape_emit),
     # --- collectives -----------------------------------------------------------------------
     "srctrans.parallel.collectives.psum": _collective("sum", "{x} * {n}"),
     "srctrans.parallel.collectives.pmean": _collective("mean", "{x} * 1.0"),

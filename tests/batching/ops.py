@@ -392,6 +392,18 @@ def dot_grad_y(g, x, y):
     return rt.dot_grad_y(g, x, y)
 
 
+def tape_filled(v):
+    """A tape as adjoint files fill it: made by the first trip, written and read by trip number."""
+    trips = 3
+    trip = 0
+    for i in range(trips):
+        if trip == 0:
+            t = rt.tape(v, trips)
+        t[trip] = v * (trip + 1.0)
+        trip += 1
+    return t[2] - t[0] * 0.5
+
+
 def psum_other_axis(x):
     # a collective over another vmap's axis: passed through this one
     return srctrans.psum(x, "elsewhere") * 1.0
@@ -560,6 +572,13 @@ SPECS += [
     ("srctrans.runtime.dot_grad_y", dot_grad_y, [num(), vec(3), vec(3)], None),
     ("srctrans.runtime.dot_grad_x", dot_grad_x, [vec(2), mat(2, 3), vec(3)], None),
     ("srctrans.runtime.dot_grad_y", dot_grad_y, [vec(2), mat(2, 3), vec(3)], None),
+    # a layer applied to one example (v @ A), and a matrix product per example
+    ("srctrans.runtime.dot_grad_x", dot_grad_x, [vec(3), vec(2), mat(2, 3)], None),
+    ("srctrans.runtime.dot_grad_y", dot_grad_y, [vec(3), vec(2), mat(2, 3)], None),
+    ("srctrans.runtime.dot_grad_x", dot_grad_x, [mat(2, 4), mat(2, 3), mat(3, 4)], None),
+    ("srctrans.runtime.dot_grad_y", dot_grad_y, [mat(2, 4), mat(2, 3), mat(3, 4)], None),
+    ("srctrans.runtime.tape", tape_filled, [vec(3)], None),
+    ("srctrans.runtime.tape", tape_filled, [num()], None),
     ("srctrans.runtime.zeros_like", rt_zeros_like, [vec(3)], None),
     ("srctrans.runtime.zeros_like", rt_zeros_like, [num()], None),
     ("srctrans.runtime.sum_grad", sum_grad_full, [num(), mat(2, 3)], None),

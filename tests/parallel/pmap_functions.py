@@ -122,3 +122,10 @@ def mixed(w, x):
     t = np.tanh(x * w)
     every = all_gather(t, "i")
     return np.sum(every[0] * t) + np.sum(every * every)
+
+
+def euler_loss(y0, k):
+    y = y0
+    for step in range(12):
+        y = y + 0.05 * (-k * y * y + np.sin(y))
+    return np.sum(y * y)

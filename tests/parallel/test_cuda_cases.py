@@ -214,6 +214,21 @@ def test_pmap_of_grad_gives_per_example_gradients():
     assert all(r["device"].kind == "cuda" for r in g.trace())
 
 
+def test_pmap_of_grad_of_a_loop_keeps_its_tapes_in_each_thread():
+    """The adjoint of a for loop saves each trip on a tape: in a kernel, a local array per thread."""
+    y0 = RNG.uniform(0.1, 1.0, (N, 3))
+    g = srctrans.pmap(srctrans.grad(fns.euler_loss), in_axes=(0, None), backend="cuda")
+    _close(g(y0, 0.7), np.stack([srctrans.grad(fns.euler_loss)(y, 0.7) for y in y0]))
+    kernel = g.trace()[0]["kernel"].split(":")[0]
+    assert any("cuda.local.array((12, 3), float64)" in p.read_text() for p in backend_files(kernel))
+
+
+def backend_files(name: str):
+    from pathlib import Path
+
+    return [p for p in Path(fns.__file__).parent.rglob(name)]
+
+
 def test_pmap_of_grad_through_a_collective(monkeypatch):
     """The oracle: the same pmap run by the reference runner (vmap of this grad leaves pmean unbound)."""
     g = srctrans.pmap(srctrans.grad(fns.spread), axis_name="i", in_axes=(None, 0), backend="cuda")

@@ -62,6 +62,20 @@ def devices() -> list[Device]:
     return found
 
 
+def put(value: Any, device: Device) -> Any:
+    """``value`` in the memory of GPU ``device``, as ``jit(..., target="cuda")`` takes and returns
+    arrays: a CuPy array (a NumPy array under the simulator, whose device memory is the host's)."""
+    from . import cuda_arrays
+
+    if cuda_arrays.SIMULATED or cuda_arrays.cupy is None:
+        from .cuda_jit import available
+
+        available()
+        return cuda_arrays.to_device(value)
+    with cuda_arrays.cupy.cuda.Device(device.index):
+        return cuda_arrays.to_device(value)
+
+
 def make_runner(devs: Sequence[Device]) -> CudaRunner:
     return CudaRunner(devs)
 
@@ -378,17 +392,25 @@ class _Architecture:
         self.compute_capability = cc
 
 
-def compile_ptx(kernel: Any, meta: dict, cc: tuple[int, int] = (9, 0)) -> str:
-    """PTX of a generated kernel for compute capability ``cc`` (no GPU needed; not under the simulator)."""
+@contextlib.contextmanager
+def for_architecture(cc: tuple[int, int]):
+    """While compiling to PTX for ``cc`` without a GPU: device functions ask the current
+    device for its architecture, and get ``cc``."""
     if SIMULATED:
-        raise RuntimeError("compile_ptx needs the real CUDA target: unset NUMBA_ENABLE_CUDASIM")
+        raise RuntimeError("compiling PTX needs the real CUDA target: unset NUMBA_ENABLE_CUDASIM")
     import numba.cuda.dispatcher as dispatcher
 
     original = dispatcher.get_current_device
-    if not cuda.is_available():  # device functions ask the current device for its architecture
+    if not cuda.is_available():
         dispatcher.get_current_device = lambda: _Architecture(cc)
     try:
-        ptx, _ = cuda.compile_ptx(kernel.py_func, kernel_signature(meta), cc=cc)
+        yield
     finally:
         dispatcher.get_current_device = original
+
+
+def compile_ptx(kernel: Any, meta: dict, cc: tuple[int, int] = (9, 0)) -> str:
+    """PTX of a generated kernel for compute capability ``cc`` (no GPU needed; not under the simulator)."""
+    with for_architecture(cc):
+        ptx, _ = cuda.compile_ptx(kernel.py_func, kernel_signature(meta), cc=cc)
     return ptx

@@ -575,7 +575,7 @@ class DaskRunner(PythonRunner):
             spec = stage.specialization(self.jit_options, sample, loop=loop)
             gen = spec.gen
             path, entry, functions, bound = gen.path, gen.entry, tuple(gen.meta["functions"]), dict(gen.bound)
-            options = dict(spec.options) if compiled else None
+            options = {k: v for k, v in spec.options.items() if k != "target"} if compiled else None
         elif stage.gen is not None:
             spec, gen = None, stage.gen
             path, entry, functions, bound = gen.path, gen.entry, tuple(gen.meta["functions"]), dict(gen.bound)

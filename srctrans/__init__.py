@@ -24,7 +24,7 @@ from .errors import (  # noqa: E402
     ViewUpdateError,
 )
 from .parallel import all_gather, axis_index, devices, pmap, pmax, pmean, pmin, psum  # noqa: E402
-from .sharding import AxisType, Mesh, NamedSharding, PartitionSpec, device_put, get_abstract_mesh, make_mesh, set_mesh  # noqa: E402
+from .sharding import AxisType, Mesh, NamedSharding, PartitionSpec, device_get, device_put, get_abstract_mesh, make_mesh, set_mesh  # noqa: E402
 
 __all__ = [
     "AxisType",
@@ -44,6 +44,7 @@ __all__ = [
     "config",
     "custom_jvp",
     "custom_vjp",
+    "device_get",
     "device_put",
     "devices",
     "distributed",

@@ -85,7 +85,14 @@ class _Specialization:
     def compiled(self) -> Callable:
         if self._compiled is None:
             with self._lock:
-                if self._compiled is None:
+                if self._compiled is None and self.options.get("target") == "cuda":
+                    from numba_backend.cuda_jit import compile_module as compile_cuda
+
+                    path = self.gen.path
+                    self._compiled = compile_cuda(
+                        path, self.gen.module_name, self.gen.entry, self.gen.bound, lock=lambda: file_lock(path)
+                    )
+                elif self._compiled is None:
                     from numba_backend.cpu import compile_module
 
                     path = self.gen.path
@@ -161,11 +168,20 @@ class _Specialization:
         tb = err.__traceback__
         where = None
         target = str(self.gen.path)
+        cuda = target[:-3] + ".cuda.py" if self.options.get("target") == "cuda" else None
+        origins = None
         while tb is not None:
             if tb.tb_frame.f_code.co_filename == target:
-                where = tb.tb_lineno
+                where, origins = tb.tb_lineno, None
+            elif tb.tb_frame.f_code.co_filename == cuda:  # the file that ran on the GPU: its own origin comments
+                where, origins = tb.tb_lineno, cuda
             tb = tb.tb_next
-        loc = self.user_location(where)
+        if origins is not None:
+            target = origins
+            found = origin_map(Path(origins).read_text()).get(where)
+            loc = None if found is None else (self.gen.meta.get("sources", {}).get(found[0], found[0]), found[1], found[2])
+        else:
+            loc = self.user_location(where)
         if not hasattr(err, "add_note"):  # pragma: no cover - Python 3.10
             return
         if loc is not None:
@@ -199,8 +215,8 @@ class Jitted:
     ) -> None:
         if not callable(fn):
             raise TypeError(f"jit expects a function, got {type(fn).__name__}")
-        if target != "cpu":
-            raise ValueError(f"jit(target={target!r}) is not supported; target must be 'cpu'")
+        if target not in ("cpu", "cuda"):
+            raise ValueError(f"jit(target={target!r}): target must be 'cpu' or 'cuda'")
         pyfn, kind, bound_args, bound_kwargs = unwrap(fn)
         self.__srctrans_function__ = fn
         self._fn = fn
@@ -231,6 +247,7 @@ class Jitted:
             static.add(name)
         self._static = frozenset(static)
         self._options = {
+            "target": target,
             "parallel": bool(parallel),
             "fastmath": bool(fastmath),
             "cache": bool(cache),
@@ -416,7 +433,12 @@ class Jitted:
         return self._specialization({})
 
     def source_path(self) -> Path:
-        return self._any_spec().gen.path
+        path = self._any_spec().gen.path
+        if self._options.get("target") == "cuda" and self._compile:  # the file that runs: its CUDA form
+            from .gpu import cuda_file
+
+            return cuda_file(path)
+        return path
 
     def source(self) -> str:
         return self.source_path().read_text()

@@ -359,11 +359,37 @@ def device_put(x: Any, sharding: Any = None) -> Any:
     """
     from .tree import tree_flatten
 
+    if getattr(sharding, "kind", None) == "cuda":  # one GPU: its arrays (jit(..., target="cuda") uses them in place)
+        from .parallel.devices import backend_module
+
+        put = backend_module("cuda").put
+        leaves, treedef = tree_flatten(x)
+        return treedef.unflatten([put(leaf, sharding) for leaf in leaves])
     named = _resolve(sharding)
     leaves, treedef = tree_flatten(x)
     if treedef.num_leaves == 1 and not isinstance(x, (tuple, list, dict)):
         return _put_leaf(x, named)
     return treedef.unflatten([_put_leaf(leaf, named) for leaf in leaves])
+
+
+def device_get(x: Any) -> Any:
+    """``x`` (an array or a pytree of them) on the host, as NumPy arrays: GPU arrays (CuPy's,
+    Numba's) copied back, sharded arrays gathered; like ``jax.device_get``."""
+    from .tree import tree_flatten
+
+    leaves, treedef = tree_flatten(x)
+    return treedef.unflatten([_host(leaf) for leaf in leaves])
+
+
+def _host(leaf: Any) -> Any:
+    if isinstance(leaf, ShardedArray):
+        return np.asarray(leaf)
+    if hasattr(leaf, "__cuda_array_interface__"):
+        if hasattr(leaf, "copy_to_host"):  # Numba's
+            return leaf.copy_to_host()
+        if hasattr(leaf, "get"):  # CuPy's
+            return leaf.get()
+    return leaf
 
 
 class ShardingFallbackWarning(UserWarning):

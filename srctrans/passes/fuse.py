@@ -26,12 +26,13 @@ MAX_OPERANDS = 4
 _MODULES = frozenset({"np", "rt", "math"})
 
 
-def inline_temporaries(body: list, fusible: set[int]) -> list:
-    """``t1 = -z`` then ``t2 = np.exp(t1)`` -> ``t2 = np.exp(-z)``, for the ``fusible`` statements read once."""
+def inline_temporaries(body: list, fusible: set[int], max_operands: int = MAX_OPERANDS) -> list:
+    """``t1 = -z`` then ``t2 = np.exp(t1)`` -> ``t2 = np.exp(-z)``, for the ``fusible`` statements read once;
+    a statement reads at most ``max_operands`` names after it (CUDA kernels take more than CPU loops)."""
     counter = _Count()
     for st in body:
         st.visit(counter)
-    return _inline_block(body, fusible, counter.reads)
+    return _inline_block(body, fusible, counter.reads, max_operands)
 
 
 def assigned_once(body: list) -> frozenset:
@@ -115,7 +116,7 @@ def _line(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
     return cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], value)])
 
 
-def _inline_block(stmts: list, fusible: set[int], reads: dict[str, int]) -> list:
+def _inline_block(stmts: list, fusible: set[int], reads: dict[str, int], max_operands: int = MAX_OPERANDS) -> list:
     """One block: a temporary waits in ``pending`` for its reader. Its comments (the origin of the
     line it came from) stay where it was, on the next statement written, so each statement keeps
     the origin comment of its line above it and errors name the right line."""
@@ -137,17 +138,17 @@ def _inline_block(stmts: list, fusible: set[int], reads: dict[str, int]) -> list
     for st in stmts:
         if isinstance(st, (cst.If, cst.For, cst.While)):
             flush(pending)  # no inlining into or across compound statements
-            st = st.with_changes(body=st.body.with_changes(body=_inline_block(list(st.body.body), fusible, reads)))
+            st = st.with_changes(body=st.body.with_changes(body=_inline_block(list(st.body.body), fusible, reads, max_operands)))
             if isinstance(st.orelse, cst.Else):
                 st = st.with_changes(orelse=st.orelse.with_changes(
-                    body=st.orelse.body.with_changes(body=_inline_block(list(st.orelse.body.body), fusible, reads))))
+                    body=st.orelse.body.with_changes(body=_inline_block(list(st.orelse.body.body), fusible, reads, max_operands))))
             put(st)
             continue
         fuse = id(st) in fusible  # (before the substitution below makes a new node)
         used = [name for name in pending if name in {n.value for n in all_names(st)}]
         for name in used:  # in the order they were written
             trial = st.visit(_Substitute({name: pending[name][0]}))
-            if len(_operands(trial)) <= MAX_OPERANDS:
+            if len(_operands(trial)) <= max_operands:
                 st = trial
                 del pending[name]
             else:  # one loop over too many arrays is slower than two: keep the temporary's line

@@ -16,46 +16,25 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from ..cuda_simulator import assert_passed, env, run_cases
+
 CASES = "tests/parallel/test_cuda_cases.py"
 
 pytestmark = pytest.mark.slow
-
-
-def _env(**extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SRCTRANS_", "NUMBA_ENABLE_CUDASIM"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    env.update(extra)
-    return env
 
 
 @pytest.fixture(scope="module")
 def simulator_run(tmp_path_factory):
     """``test_cuda_cases.py`` under the simulator, once; the kernel files it ran are logged."""
     pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip install 'srctrans[cuda]')")
-    folder = tmp_path_factory.mktemp("cuda_sim")
-    log = folder / "kernels.txt"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={folder / 'tmp'}", CASES],
-        cwd=REPO,
-        env=_env(NUMBA_ENABLE_CUDASIM="1", SRCTRANS_CUDA_KERNEL_LOG=str(log)),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    kernels = sorted({Path(p) for p in log.read_text().split()}) if log.exists() else []
-    return proc, kernels
+    return run_cases(CASES, tmp_path_factory.mktemp("cuda_sim"))
 
 
 def test_cases_pass_on_the_simulator(simulator_run):
-    proc, _ = simulator_run
-    tail = (proc.stdout + proc.stderr)[-6000:]
-    assert proc.returncode == 0, tail
-    assert " passed" in proc.stdout and "skipped" not in proc.stdout.splitlines()[-1], tail
+    assert_passed(simulator_run[0])
 
 
 def test_every_generated_kernel_compiles_to_ptx(simulator_run):
@@ -103,7 +82,7 @@ for attempt in (lambda: srctrans.devices("cuda"),
         print("NO ERROR")
 """
     pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120)
     if "HAS-GPU" in proc.stdout:
         pytest.skip("this machine has a GPU")
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(("ERROR", "NO ERROR"))]

@@ -134,6 +134,10 @@ def capture(obj: Callable) -> Captured:
     fn, kind, args, kwargs = unwrap(obj)
     code = fn.__code__
     filename = code.co_filename
+    # the file as it is now, not as linecache first read it: after an edit and
+    # importlib.reload the code object and the text agree again (notebook cells,
+    # which have no file, are left alone by checkcache)
+    linecache.checkcache(filename)
     lines = linecache.getlines(filename, fn.__globals__)
     if not lines:
         raise SourceUnavailableError(

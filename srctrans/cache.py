@@ -152,6 +152,59 @@ def clean(root: Path) -> list[Path]:
     return removed
 
 
+# --- what a generated file's meaning depends on besides the user's code ----------
+
+_TOOLCHAIN: list[str] = []
+
+
+def toolchain_fingerprint() -> str:
+    """A hash of everything that gives a generated file its meaning besides the user's code
+    (:func:`_toolchain_parts`), computed once per process; part of every dependency hash."""
+    if not _TOOLCHAIN:
+        digest = hashlib.sha256()
+        for name, value in _toolchain_parts():
+            digest.update(f"{name}={value}\n".encode())
+        _TOOLCHAIN.append(digest.hexdigest()[:16])
+    return _TOOLCHAIN[0]
+
+
+def _toolchain_parts() -> list[tuple[str, str]]:
+    """The source of srctrans (the transformations that write a file, the runtime helpers it
+    calls) and of numba_backend (the overloads Numba compiles it with), and the versions of
+    Python, NumPy, Numba and llvmlite, which Numba's own cache does not look at (it keys a
+    compiled function by its file's modification time and size)."""
+    import importlib.metadata
+    import importlib.util
+
+    import numpy
+
+    parts = [("srctrans", _package_digest(Path(__file__).resolve().parent))]
+    spec = importlib.util.find_spec("numba_backend")  # found, not imported (srctrans never imports numba)
+    places = list(spec.submodule_search_locations or []) if spec is not None else []
+    parts.append(("numba_backend", _package_digest(Path(places[0])) if places else "absent"))
+    parts.append(("python", f"{sys.version} {sys.implementation.cache_tag}"))
+    parts.append(("numpy", numpy.__version__))
+    for dist in ("numba", "llvmlite"):
+        try:
+            parts.append((dist, importlib.metadata.version(dist)))
+        except importlib.metadata.PackageNotFoundError:
+            parts.append((dist, "absent"))
+    return parts
+
+
+def _package_digest(root: Path) -> str:
+    """A hash of the ``.py`` files of the package at ``root`` (names and bytes)."""
+    digest = hashlib.sha256()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("__", ".")))  # __pycache__, __srctrans__
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = Path(folder, name)
+                digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 # --- reading generated files back (no libcst needed) -------------------------
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .analysis.resolve import callable_fingerprint, literal_text
-from .cache import cache_dir, module_name_for, read_header, write_if_changed
+from .cache import cache_dir, module_name_for, read_header, toolchain_fingerprint, write_if_changed
 from .capture import Captured, capture
 
 _LOCK = threading.RLock()
@@ -131,7 +131,7 @@ def generate(obj: Callable, transform: Transform, static: dict[str, Any] | None 
     extra = f"{transform.label}|static=" + repr(sorted((k, literal_text(v) or repr(v)) for k, v in static.items()))
     if static.trees:
         extra += "|trees=" + trees_text(static.trees)
-    extra += "|rules=" + rules_fingerprint(transform.name) + "|srctrans=" + library_fingerprint()
+    extra += "|rules=" + rules_fingerprint(transform.name) + "|toolchain=" + toolchain_fingerprint()
     dep_hash = callable_fingerprint(obj, extra)[:16]
     folder = cache_dir(cap)
     stem = f"{cap.module_stem}.{cap.dotted_name}.{transform.file_tag}{static_suffix(static)}"
@@ -149,25 +149,6 @@ def generate(obj: Callable, transform: Transform, static: dict[str, Any] | None 
     text, meta, bound = build(cap, transform, static, dep_hash, path)
     write_if_changed(path, text)
     return Generated(path, module_name_for(path), meta, bound, cap)
-
-
-_LIBRARY: list[str] = []
-
-
-def library_fingerprint() -> str:
-    """A hash of the source of the modules that write generated files (this package less
-    the helpers generated files call): a file written by another version of the
-    transformations is written again, even under the same version number."""
-    if not _LIBRARY:
-        import hashlib
-
-        root = Path(__file__).resolve().parent
-        digest = hashlib.sha1()
-        for path in sorted(root.rglob("*.py")):
-            if path.name not in ("runtime.py", "random.py") and "__srctrans__" not in path.parts:
-                digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-        _LIBRARY.append(digest.hexdigest()[:16])
-    return _LIBRARY[0]
 
 
 def _reuse(path: Path, dep_hash: str, cap: Captured, static: dict[str, Any]) -> Generated | None:

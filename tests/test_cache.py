@@ -1,16 +1,24 @@
-"""The cache runs only what the current source says."""
+"""The cache runs only what the current source says: a reloaded module, an edited backend."""
 
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
+import subprocess
+import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import srctrans
 
+from .conftest import REPO
+
 EDITABLE = """
 import numpy as np
+import pytest
 
 def helper(x):
     return x + {offset}
@@ -38,3 +46,55 @@ def test_reloaded_module_runs_its_new_code(make_module, tmp_path, monkeypatch):
     _rewrite(mod, "\n\n\n" + EDITABLE.format(offset="100.0", factor="3.0"))  # both, on shifted lines
     assert srctrans.jit(mod.f)(x)[0] == mod.f(x)[0] == 303.0
     assert srctrans.grad(lambda x: mod.f(x)[0])(x)[0] == 3.0
+
+
+# --- what the dependency hash covers ---------------------------------------------------
+
+MEAN = """
+import numpy as np
+import pytest
+
+def f(x):
+    return np.mean(x, axis=0)
+"""
+
+
+@pytest.mark.slow
+def test_edited_backend_overload_is_compiled_again(tmp_path):
+    """A changed overload in numba_backend (here: the mean along an axis) reaches a program whose
+    generated file and Numba cache entries were written with the old one."""
+    tree = tmp_path / "tree"
+    for package in ("srctrans", "numba_backend"):
+        shutil.copytree(REPO / package, tree / package, ignore=shutil.ignore_patterns("__pycache__", "__srctrans__"))
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "meanmodel.py").write_text(textwrap.dedent(MEAN))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SRCTRANS_")}
+    env["PYTHONPATH"] = f"{tree}{os.pathsep}{project}"
+    code = "import numpy as np, srctrans, meanmodel; print(srctrans.jit(meanmodel.f)(np.ones((4, 3)) * 6.0).tolist())"
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert run() == "[6.0, 6.0, 6.0]"
+    overloads = tree / "numba_backend" / "overloads.py"
+    text = overloads.read_text()
+    assert "        return total / count\n" in text
+    overloads.write_text(text.replace("        return total / count\n", "        return 2.0 * total / count\n"))
+    assert run() == "[12.0, 12.0, 12.0]"
+
+
+def test_dependency_hash_covers_the_toolchain(monkeypatch):
+    from srctrans import cache
+
+    base = cache.toolchain_fingerprint()
+    assert cache.toolchain_fingerprint() == base  # computed once per process
+    parts = cache._toolchain_parts()
+    assert {"srctrans", "numba_backend", "numba", "llvmlite", "numpy", "python"} <= {name for name, _ in parts}
+    for i, (name, value) in enumerate(parts):
+        changed = [*parts[:i], (name, value + "+1"), *parts[i + 1 :]]
+        monkeypatch.setattr(cache, "_toolchain_parts", lambda changed=changed: changed)
+        monkeypatch.setattr(cache, "_TOOLCHAIN", [])
+        assert cache.toolchain_fingerprint() != base, name

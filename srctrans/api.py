@@ -89,18 +89,19 @@ class _Specialization:
                     from numba_backend.cpu import compile_module
 
                     path = self.gen.path
-                    self._compiled = compile_module(
-                        path,
-                        self.gen.module_name,
-                        self.gen.meta["functions"],
-                        self.gen.entry,
-                        self.gen.bound,
-                        lock=lambda: file_lock(path),
-                        parallel=self.options["parallel"],
-                        fastmath=self.options["fastmath"],
-                        cache=self.options["cache"],
-                        boundscheck=self.options["boundscheck"],
-                    )
+                    with file_lock(path):  # nothing writes the file while Numba reads it
+                        self._compiled = compile_module(
+                            path,
+                            self.gen.module_name,
+                            self.gen.meta["functions"],
+                            self.gen.entry,
+                            self.gen.bound,
+                            lock=lambda: file_lock(path),
+                            parallel=self.options["parallel"],
+                            fastmath=self.options["fastmath"],
+                            cache=self.options["cache"],
+                            boundscheck=self.options["boundscheck"],
+                        )
         return self._compiled
 
     def rebuild(self, raw: Any) -> Any:

@@ -3,14 +3,24 @@
 Files go to ``__srctrans__/`` beside the user's module (like ``__pycache__``);
 to a per-user folder when that is not writable or the function has no file (a
 notebook cell); anywhere ``SRCTRANS_CACHE_DIR`` (or ``config.cache_dir``) says.
-Writes are atomic (a temporary file, then :func:`os.replace`); a file whose
-text already matches is left untouched, so its modification time, and Numba's
-cache keyed on it, survive. Nothing is ever written outside these folders.
+Nothing is ever written outside these folders.
+
+The cache is content-addressed: a file's name ends in its dependency hash
+(:func:`variant_path`, ``model.loss.grad.3f2a9c41d0e7.py``), so a name stands for
+one text for good and two variants of a function (another value of a global it
+reads, another version of srctrans) never share a file, nor the Numba cache
+entries kept beside it under the file's name. Writes are atomic (a temporary
+file, then :func:`os.replace`) and made under the file's lock, the lock its
+compiles and Numba's cache reads and writes take too; a file whose text already
+matches is left untouched, so its modification time, and Numba's cache keyed on
+it, survive. Old variants of a function are removed after a while
+(:func:`prune_variants`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import importlib.util
 import json
@@ -18,6 +28,8 @@ import os
 import re
 import sys
 import tempfile
+import threading
+import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,6 +88,21 @@ def module_name_for(path: Path) -> str:
     return f"_srctrans_{stem}_{tag}"
 
 
+HASH_DIGITS = 12  # of the dependency hash, in a generated file's name
+_VARIANT_RE = re.compile(rf"^(?P<stem>.+)\.(?P<hash>[0-9a-f]{{{HASH_DIGITS}}})\.py$")
+
+
+def variant_path(folder: Path, stem: str, dep_hash: str) -> Path:
+    """``<folder>/<stem>.<dependency hash>.py``: the file of one variant of a function."""
+    return folder / f"{stem}.{dep_hash[:HASH_DIGITS]}.py"
+
+
+def readable_name(path: Path) -> str:
+    """A generated file's name without its dependency hash (``model.loss.grad.py``), for copies."""
+    m = _VARIANT_RE.match(path.name)
+    return f"{m['stem']}.py" if m else path.name
+
+
 def write_if_changed(path: Path, text: str) -> bool:
     """Atomically write ``text`` unless the file already holds exactly it. True if written."""
     try:
@@ -100,21 +127,101 @@ def write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
+def write_generated(path: Path, text: str) -> bool:
+    """Write a generated file under its lock; when a new variant was written, remove old ones."""
+    with file_lock(path):
+        written = write_if_changed(path, text)
+    if written:
+        prune_variants(path)
+    return written
+
+
+KEEP_VARIANTS = 8  # the newest variants of a function kept beside a new one
+_PRUNE_AGE = 600.0  # seconds: a younger file may be in use by a process started at the same time
+
+
+def prune_variants(path: Path, keep: int = KEEP_VARIANTS, min_age: float = _PRUNE_AGE) -> list[Path]:
+    """Remove old variants of ``path``'s function (same name but for the hash): all but the
+    ``keep`` newest, and only those written more than ``min_age`` seconds ago, with their
+    derived files, lock and compiled code. Returns the removed files."""
+    m = _VARIANT_RE.match(path.name)
+    if m is None:
+        return []
+    siblings = []
+    for other in path.parent.glob(f"{glob.escape(m['stem'])}.*.py"):
+        found = _VARIANT_RE.match(other.name)
+        if found is not None and found["stem"] == m["stem"] and other != path:
+            with contextlib.suppress(OSError):
+                siblings.append((other.stat().st_mtime, other))
+    siblings.sort(reverse=True)
+    now = time.time()
+    removed = []
+    for mtime, other in siblings[max(keep - 1, 0) :]:
+        if now - mtime < min_age:
+            continue
+        prefix = glob.escape(other.name[:-3]) + "."  # its files, those made from it (.shards.py ...), their locks
+        lock = _lock_path(other)
+        try:
+            with file_lock(other, blocking=False):
+                folder = other.parent
+                doomed = [*folder.glob(prefix + "*"), *folder.glob("." + prefix + "*.lock"), *(folder / "__pycache__").glob(prefix + "*")]
+                for item in doomed:
+                    if item != lock:
+                        with contextlib.suppress(OSError):
+                            item.unlink()
+        except BlockingIOError:  # being compiled or written right now: not so old after all
+            continue
+        with contextlib.suppress(OSError):
+            lock.unlink()
+        removed.append(other)
+    return removed
+
+
+_HELD = threading.local()  # lock files this thread holds, with their depth
+
+
+def _lock_path(path: Path) -> Path:
+    return path.parent / f".{path.name}.lock"
+
+
 @contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive inter-process lock on ``<folder>/.<name>.lock`` (POSIX flock; msvcrt on Windows)."""
-    lock_path = path.parent / f".{path.name}.lock"
+def file_lock(path: Path, blocking: bool = True) -> Iterator[None]:
+    """An exclusive inter-process lock on ``<folder>/.<name>.lock`` (POSIX flock; msvcrt on Windows).
+
+    Re-entrant within a thread (writing a file, then compiling it, takes it again); other
+    threads of the process wait for it as other processes do. Not ``blocking``: raises
+    :class:`BlockingIOError` when another holds it."""
+    lock_path = _lock_path(path)
+    held = getattr(_HELD, "depth", None)
+    if held is None:
+        held = _HELD.depth = {}
+    key = str(lock_path)
+    if held.get(key):
+        held[key] += 1
+        try:
+            yield
+        finally:
+            held[key] -= 1
+        return
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         if os.name == "nt":  # pragma: no cover - exercised on Windows only
             import msvcrt
 
-            msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+            try:
+                msvcrt.locking(fd, msvcrt.LK_LOCK if blocking else msvcrt.LK_NBLCK, 1)
+            except OSError:
+                raise BlockingIOError(f"{lock_path} is held") from None
         else:
             import fcntl
 
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+            fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held[key] = 1
+        try:
+            yield
+        finally:
+            held.pop(key, None)
     finally:
         if os.name != "nt":
             import fcntl

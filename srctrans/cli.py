@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import __version__
 from .cache import clean as clean_tree
-from .cache import user_cache_root
+from .cache import readable_name, user_cache_root
 from .errors import SrcTransError
 from .pipeline import Transform, generate
 
@@ -97,7 +97,7 @@ def cmd_emit(args) -> int:
     gen = _generate(args)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    dest = out / gen.path.name
+    dest = out / readable_name(gen.path)  # without the dependency hash the cache's name ends in
     shutil.copyfile(gen.path, dest)
     print(dest)
     return 0

@@ -10,18 +10,14 @@ parsing anything (libcst is not even imported).
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .analysis.resolve import callable_fingerprint, literal_text
-from .cache import cache_dir, module_name_for, read_header, toolchain_fingerprint, write_if_changed
+from .cache import cache_dir, module_name_for, read_header, toolchain_fingerprint, variant_path, write_generated
 from .capture import Captured, capture
-
-_LOCK = threading.RLock()
-_LIVE: dict[Path, str] = {}  # path -> dependency hash loaded in this process
 
 
 @dataclass(frozen=True)
@@ -133,21 +129,15 @@ def generate(obj: Callable, transform: Transform, static: dict[str, Any] | None 
         extra += "|trees=" + trees_text(static.trees)
     extra += "|rules=" + rules_fingerprint(transform.name) + "|toolchain=" + toolchain_fingerprint()
     dep_hash = callable_fingerprint(obj, extra)[:16]
-    folder = cache_dir(cap)
     stem = f"{cap.module_stem}.{cap.dotted_name}.{transform.file_tag}{static_suffix(static)}"
-    with _LOCK:
-        path = folder / f"{stem}.py"
-        live = _LIVE.get(path)
-        if live is not None and live != dep_hash:  # another version is alive in this process
-            path = folder / f"{stem}.{dep_hash[:8]}.py"
-        _LIVE[path] = dep_hash
+    path = variant_path(cache_dir(cap), stem, dep_hash)  # one file per variant, for good
     reused = _reuse(path, dep_hash, cap, static)
     if reused is not None:
         return reused
     from .build import build  # imports libcst: only when a file must be (re)written
 
     text, meta, bound = build(cap, transform, static, dep_hash, path)
-    write_if_changed(path, text)
+    write_generated(path, text)
     return Generated(path, module_name_for(path), meta, bound, cap)
 
 

@@ -1,4 +1,5 @@
-"""The cache runs only what the current source says: a reloaded module, an edited backend."""
+"""The cache runs only what the current source says: a reloaded module, old variants,
+an edited backend."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
 
 import srctrans
+from srctrans import cache
 
 from .conftest import REPO
 
@@ -46,6 +49,34 @@ def test_reloaded_module_runs_its_new_code(make_module, tmp_path, monkeypatch):
     _rewrite(mod, "\n\n\n" + EDITABLE.format(offset="100.0", factor="3.0"))  # both, on shifted lines
     assert srctrans.jit(mod.f)(x)[0] == mod.f(x)[0] == 303.0
     assert srctrans.grad(lambda x: mod.f(x)[0])(x)[0] == 3.0
+
+
+def test_old_variants_of_a_function_are_removed(make_module):
+    """Each variant has a file of its own; beside a new one, the newest few older ones stay
+    (with their compiled code), and none written in the last minutes (another process may be
+    about to run it)."""
+    mod = make_module("SCALE = 0.0\n\ndef f(x):\n    return x * SCALE\n")
+
+    def variant(scale):
+        mod.SCALE = scale
+        f = srctrans.jit(mod.f)
+        assert f(2.0) == 2.0 * scale
+        return srctrans.source_path(f)
+
+    paths = [variant(float(i)) for i in range(10)]
+    assert len(set(paths)) == 10 and all(p.exists() for p in paths)  # all recent: all kept
+    long_ago = time.time() - 3600
+    for i, path in enumerate(paths):
+        os.utime(path, (long_ago + i, long_ago + i))
+    newest = variant(10.0)
+    folder = newest.parent
+    kept = set(folder.glob(newest.name.split(".")[0] + ".f.jit.*.py"))
+    assert kept == {*paths[-(cache.KEEP_VARIANTS - 1) :], newest}
+    for gone in paths[: -(cache.KEEP_VARIANTS - 1)]:
+        stem = gone.name[:-3]
+        assert not list(folder.glob(f".{gone.name}*")) and not list((folder / "__pycache__").glob(stem + ".*"))
+    assert list((folder / "__pycache__").glob(paths[-1].name[:-3] + ".*.nbi"))  # what stays keeps its compiled code
+    assert variant(0.0) == paths[0] and paths[0].exists()  # a removed variant is written again when needed
 
 
 # --- what the dependency hash covers ---------------------------------------------------

@@ -34,7 +34,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from ..cache import HASH_PREFIX, META_PREFIX, ORIGIN_RE, module_name_for, read_header, write_if_changed
+from ..cache import HASH_PREFIX, META_PREFIX, ORIGIN_RE, module_name_for, read_header, write_generated
 from ..errors import SrcTransError, UnsupportedSyntaxError
 from ..pipeline import Generated, StaticArgs, Transform, generate
 from . import collectives
@@ -82,7 +82,7 @@ def parallel_file(fn: Any, batched: tuple[bool, ...], axis_name: str | None, sta
         meta = old[0]
     else:
         text, meta = _build(anf_gen, tuple(bool(b) for b in batched), axis_name, label, dep_hash)
-        write_if_changed(path, text)
+        write_generated(path, text)
     return Generated(path, module_name_for(path), meta, anf_gen.bound, anf_gen.captured)
 
 

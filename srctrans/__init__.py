@@ -15,6 +15,7 @@ from .batching import vmap  # noqa: E402
 from .check import check_grads  # noqa: E402
 from .config import config  # noqa: E402
 from .errors import (  # noqa: E402
+    CacheError,
     CompileError,
     NoDerivativeError,
     SourceUnavailableError,
@@ -28,6 +29,7 @@ from .sharding import AxisType, Mesh, NamedSharding, PartitionSpec, device_put, 
 
 __all__ = [
     "AxisType",
+    "CacheError",
     "CompileError",
     "Mesh",
     "NamedSharding",

@@ -37,6 +37,7 @@ from typing import Any
 
 from .capture import Captured
 from .config import config
+from .errors import CacheError
 
 FOLDER = "__srctrans__"
 ORIGIN_RE = re.compile(r"^\s*# (?P<file>[^\s:]+):(?P<line>\d+)  ")
@@ -104,12 +105,18 @@ def readable_name(path: Path) -> str:
 
 
 def write_if_changed(path: Path, text: str) -> bool:
-    """Atomically write ``text`` unless the file already holds exactly it. True if written."""
+    """Atomically write ``text`` unless the file already holds exactly it. True if written.
+
+    A folder removed meanwhile (``srctrans clean``) is made again; a directory where the
+    file should be is a :class:`~srctrans.errors.CacheError` that names it."""
     try:
         if path.read_text() == text:
             return False
+    except IsADirectoryError:
+        raise _in_the_way(path) from None
     except (OSError, UnicodeDecodeError):
         pass
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name, suffix=".tmp")
     umask = os.umask(0)
     os.umask(umask)
@@ -120,11 +127,23 @@ def write_if_changed(path: Path, text: str) -> bool:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except IsADirectoryError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise _in_the_way(path) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     return True
+
+
+def _in_the_way(path: Path) -> CacheError:
+    return CacheError(
+        f"{path} is a directory, where srctrans writes a generated file",
+        hint=f"remove it (rm -r '{path}', or srctrans clean for the whole {path.parent.name} folder), "
+        "or set SRCTRANS_CACHE_DIR to another folder",
+    )
 
 
 def write_generated(path: Path, text: str) -> bool:

@@ -89,7 +89,7 @@ def _generate(args):
 
 
 def cmd_show(args) -> int:
-    print(_generate(args).path.read_text(), end="")
+    print(_generate(args).text, end="")
     return 0
 
 
@@ -98,7 +98,7 @@ def cmd_emit(args) -> int:
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     dest = out / readable_name(gen.path)  # without the dependency hash the cache's name ends in
-    shutil.copyfile(gen.path, dest)
+    dest.write_text(gen.text)
     print(dest)
     return 0
 

@@ -55,13 +55,19 @@ class Transform:
 
 @dataclass
 class Generated:
-    """A generated file and what is needed to load and call its entry function."""
+    """A generated file and what is needed to load and call its entry function.
+
+    ``source`` is the file's text as it was generated or found intact: :meth:`ensure_file`
+    writes it again when the file has gone (deleted after :func:`srctrans.source_path`, a
+    ``srctrans clean`` meanwhile) or changed.
+    """
 
     path: Path
     module_name: str
     meta: dict
     bound: dict[str, Any] = field(default_factory=dict)
     captured: Captured | None = None
+    source: str | None = field(default=None, repr=False)
 
     @property
     def entry(self) -> str:
@@ -69,7 +75,13 @@ class Generated:
 
     @property
     def text(self) -> str:
-        return self.path.read_text()
+        return self.source if self.source is not None else self.path.read_text()
+
+    def ensure_file(self) -> None:
+        """Make sure the file holds :attr:`source` (a caller that then loads or compiles it
+        holds the file's lock around both, so nothing comes between)."""
+        if self.source is not None:
+            write_generated(self.path, self.source)
 
 
 class StaticArgs(dict):
@@ -138,7 +150,7 @@ def generate(obj: Callable, transform: Transform, static: dict[str, Any] | None 
 
     text, meta, bound = build(cap, transform, static, dep_hash, path)
     write_generated(path, text)
-    return Generated(path, module_name_for(path), meta, bound, cap)
+    return Generated(path, module_name_for(path), meta, bound, cap, text)
 
 
 def _reuse(path: Path, dep_hash: str, cap: Captured, static: dict[str, Any]) -> Generated | None:
@@ -167,7 +179,7 @@ def _reuse(path: Path, dep_hash: str, cap: Captured, static: dict[str, Any]) -> 
         return None
     if not isinstance(entry, str) or not isinstance(params, list):
         return None
-    return Generated(path, module_name_for(path), meta, bound, cap)
+    return Generated(path, module_name_for(path), meta, bound, cap, text)
 
 
 def display_source(cap: Captured, path: Path) -> str:

@@ -1,5 +1,5 @@
-"""The cache runs only what the current source says: a reloaded module, old variants,
-an edited backend."""
+"""The cache runs only what the current source says: a reloaded module, a generated file
+deleted or in the way, old variants, an edited backend."""
 
 from __future__ import annotations
 
@@ -49,6 +49,42 @@ def test_reloaded_module_runs_its_new_code(make_module, tmp_path, monkeypatch):
     _rewrite(mod, "\n\n\n" + EDITABLE.format(offset="100.0", factor="3.0"))  # both, on shifted lines
     assert srctrans.jit(mod.f)(x)[0] == mod.f(x)[0] == 303.0
     assert srctrans.grad(lambda x: mod.f(x)[0])(x)[0] == 3.0
+
+
+SIMPLE = """
+def f(x):
+    return x * 2.0 + 1.0
+"""
+
+
+@pytest.mark.parametrize("gone", ["file", "folder"])
+@pytest.mark.parametrize("disable_jit", [False, True], ids=["compiled", "python"])
+def test_generated_file_deleted_before_the_first_call_is_written_again(make_module, monkeypatch, disable_jit, gone):
+    monkeypatch.setattr(srctrans.config, "disable_jit", disable_jit)
+    f = srctrans.jit(make_module(SIMPLE).f)
+    path = srctrans.source_path(f)
+    text = path.read_text()
+    if gone == "file":
+        path.unlink()
+    else:  # srctrans clean meanwhile
+        shutil.rmtree(path.parent)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(np.array([1.0, 2.0])), [3.0, 5.0])
+    assert path.read_text() == text
+
+
+def test_directory_in_the_way_of_a_generated_file_is_named(make_module):
+    f = srctrans.jit(make_module(SIMPLE).f)
+    path = srctrans.source_path(f)
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(srctrans.CacheError) as info:
+        f(np.array([1.0]))
+    message = str(info.value)
+    assert str(path) in message and "is a directory" in message
+    assert "srctrans clean" in message
+    shutil.rmtree(path)
+    assert f(np.array([1.0]))[0] == 3.0  # and it works again once the directory is gone
 
 
 def test_old_variants_of_a_function_are_removed(make_module):

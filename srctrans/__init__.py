@@ -16,6 +16,7 @@ from .check import check_grads  # noqa: E402
 from .config import config  # noqa: E402
 from .errors import (  # noqa: E402
     CacheError,
+    CacheWarning,
     CompileError,
     NoDerivativeError,
     SourceUnavailableError,
@@ -30,6 +31,7 @@ from .sharding import AxisType, Mesh, NamedSharding, PartitionSpec, device_put, 
 __all__ = [
     "AxisType",
     "CacheError",
+    "CacheWarning",
     "CompileError",
     "Mesh",
     "NamedSharding",

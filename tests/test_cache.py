@@ -1,5 +1,5 @@
 """The cache runs only what the current source says: a reloaded module, a generated file
-deleted or in the way, old variants, an edited backend."""
+deleted or in the way, old variants, a damaged Numba cache entry, an edited backend."""
 
 from __future__ import annotations
 
@@ -113,6 +113,44 @@ def test_old_variants_of_a_function_are_removed(make_module):
         assert not list(folder.glob(f".{gone.name}*")) and not list((folder / "__pycache__").glob(stem + ".*"))
     assert list((folder / "__pycache__").glob(paths[-1].name[:-3] + ".*.nbi"))  # what stays keeps its compiled code
     assert variant(0.0) == paths[0] and paths[0].exists()  # a removed variant is written again when needed
+
+
+# --- Numba's cache files -------------------------------------------------------------
+
+RUN = """
+import warnings, numpy as np, srctrans, damaged
+warnings.simplefilter("always")
+print(srctrans.jit(damaged.f)(np.array([1.0, 2.0])).tolist())
+"""
+
+
+def _damage_garbage(path):
+    path.write_bytes(b"\x80\x05garbage that is not a pickle")
+
+
+def _damage_truncate(path):
+    path.write_bytes(path.read_bytes()[: max(1, path.stat().st_size // 3)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", [".nbi", ".nbc"])
+@pytest.mark.parametrize("damage", [_damage_garbage, _damage_truncate], ids=["garbage", "truncated"])
+def test_damaged_numba_cache_entry_is_compiled_again(tmp_path, python, suffix, damage):
+    (tmp_path / "damaged.py").write_text(textwrap.dedent(SIMPLE))
+    first = python(RUN, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == ["[3.0,", "5.0]"]
+    entries = list((tmp_path / "__srctrans__" / "__pycache__").glob(f"*{suffix}"))
+    assert entries, "Numba cached the function"
+    for entry in entries:
+        damage(entry)
+    second = python(RUN, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr  # not a raw UnpicklingError / EOFError
+    assert second.stdout.split() == ["[3.0,", "5.0]"]
+    assert "discarded" in second.stderr and entries[0].name.split(".py")[0] in second.stderr
+    third = python(RUN, cwd=tmp_path)  # the entry written again is sound
+    assert third.returncode == 0 and third.stdout.split() == ["[3.0,", "5.0]"]
+    assert "discarded" not in third.stderr, third.stderr
 
 
 # --- what the dependency hash covers ---------------------------------------------------

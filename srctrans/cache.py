@@ -299,23 +299,40 @@ def _toolchain_parts() -> list[tuple[str, str]]:
     calls) and of numba_backend (the overloads Numba compiles it with), and the versions of
     Python, NumPy, Numba and llvmlite, which Numba's own cache does not look at (it keys a
     compiled function by its file's modification time and size)."""
-    import importlib.metadata
-    import importlib.util
-
     import numpy
 
     parts = [("srctrans", _package_digest(Path(__file__).resolve().parent))]
-    spec = importlib.util.find_spec("numba_backend")  # found, not imported (srctrans never imports numba)
-    places = list(spec.submodule_search_locations or []) if spec is not None else []
-    parts.append(("numba_backend", _package_digest(Path(places[0])) if places else "absent"))
+    backend = _package_folder("numba_backend")
+    parts.append(("numba_backend", _package_digest(backend) if backend else "absent"))
     parts.append(("python", f"{sys.version} {sys.implementation.cache_tag}"))
     parts.append(("numpy", numpy.__version__))
     for dist in ("numba", "llvmlite"):
-        try:
-            parts.append((dist, importlib.metadata.version(dist)))
-        except importlib.metadata.PackageNotFoundError:
-            parts.append((dist, "absent"))
+        parts.append((dist, _installed_version(dist)))
     return parts
+
+
+def _package_folder(name: str) -> Path | None:
+    """Where the top-level package ``name`` is, found without importing it (srctrans never imports Numba)."""
+    spec = importlib.util.find_spec(name)
+    places = list(spec.submodule_search_locations or []) if spec is not None else []
+    return Path(places[0]) if places else None
+
+
+def _installed_version(dist: str) -> str:
+    """``dist``'s version, from the name of its ``.dist-info`` folder beside the package
+    (importing importlib.metadata would cost a cold start ~25 ms)."""
+    folder = _package_folder(dist)
+    if folder is None:
+        return "absent"
+    found = list(folder.parent.glob(f"{glob.escape(dist)}-*.dist-info"))
+    if len(found) == 1:
+        return found[0].name[len(dist) + 1 : -len(".dist-info")]
+    import importlib.metadata  # an unusual install: ask the slow way
+
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return f"at {folder}"
 
 
 def _package_digest(root: Path) -> str:

@@ -126,6 +126,8 @@ def _mend_damaged_cache(dispatcher) -> None:
     def load_overload(sig, target_context):
         try:
             return load(sig, target_context)
+        except OSError:  # not readable (permissions ...): compiled as if not cached; a save says why
+            return None
         except Exception as err:  # noqa: BLE001 - whatever unpickling a damaged file raises
             _discard(cache, err)
             return None

@@ -93,8 +93,17 @@ HASH_DIGITS = 12  # of the dependency hash, in a generated file's name
 _VARIANT_RE = re.compile(rf"^(?P<stem>.+)\.(?P<hash>[0-9a-f]{{{HASH_DIGITS}}})\.py$")
 
 
+# Numba names its cache files ``<file stem>.<function>-<line>.py311.nbi.tmp.<16 hex>``, and a
+# file name has at most 255 bytes: a stem longer than this keeps its two ends around a hash.
+MAX_STEM = 100
+
+
 def variant_path(folder: Path, stem: str, dep_hash: str) -> Path:
     """``<folder>/<stem>.<dependency hash>.py``: the file of one variant of a function."""
+    if len(stem.encode()) > MAX_STEM:  # a long chain of transformations, long names
+        digest = hashlib.sha1(stem.encode()).hexdigest()[:8]
+        keep = (MAX_STEM - len(digest) - 2) // 2
+        stem = f"{stem[:keep]}~{digest}~{stem[-keep:]}"
     return folder / f"{stem}.{dep_hash[:HASH_DIGITS]}.py"
 
 
@@ -102,6 +111,13 @@ def readable_name(path: Path) -> str:
     """A generated file's name without its dependency hash (``model.loss.grad.py``), for copies."""
     m = _VARIANT_RE.match(path.name)
     return f"{m['stem']}.py" if m else path.name
+
+
+def source_stem(cap: Captured) -> str:
+    """How a generated file's name begins: the user's module (``model``); for a function of a
+    generated file (``grad(grad(f))``), that file's name without its hash, so that names do not
+    gather a hash per transformation."""
+    return readable_name(Path(cap.filename))[:-3] if cap.is_generated else cap.module_stem
 
 
 def write_if_changed(path: Path, text: str) -> bool:

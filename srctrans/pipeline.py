@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from .analysis.resolve import callable_fingerprint, literal_text
-from .cache import cache_dir, module_name_for, read_header, toolchain_fingerprint, variant_path, write_generated
+from .cache import (
+    cache_dir,
+    module_name_for,
+    read_header,
+    source_stem,
+    toolchain_fingerprint,
+    variant_path,
+    write_generated,
+)
 from .capture import Captured, capture
 
 
@@ -141,7 +149,7 @@ def generate(obj: Callable, transform: Transform, static: dict[str, Any] | None 
         extra += "|trees=" + trees_text(static.trees)
     extra += "|rules=" + rules_fingerprint(transform.name) + "|toolchain=" + toolchain_fingerprint()
     dep_hash = callable_fingerprint(obj, extra)[:16]
-    stem = f"{cap.module_stem}.{cap.dotted_name}.{transform.file_tag}{static_suffix(static)}"
+    stem = f"{source_stem(cap)}.{cap.dotted_name}.{transform.file_tag}{static_suffix(static)}"
     path = variant_path(cache_dir(cap), stem, dep_hash)  # one file per variant, for good
     reused = _reuse(path, dep_hash, cap, static)
     if reused is not None:

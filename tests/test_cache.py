@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -203,3 +204,27 @@ def test_dependency_hash_covers_the_toolchain(monkeypatch):
         monkeypatch.setattr(cache, "_toolchain_parts", lambda changed=changed: changed)
         monkeypatch.setattr(cache, "_TOOLCHAIN", [])
         assert cache.toolchain_fingerprint() != base, name
+
+
+def test_names_stay_short_through_chains_of_transformations(make_module, recwarn):
+    """A file made from a generated file is named after it without its hash, and a long name
+    keeps its two ends around a hash: Numba's cache files add the function's name and some 40
+    characters to the file's, and a file name has at most 255 (the Hessian of a function of a
+    pytree could not be cached)."""
+    mod = make_module(
+        """
+        import numpy as np
+
+        def penalized_tree_loss_of_parameters(p, x):
+            return np.sum(np.tanh(p["w"] * x + p["b"][0]) ** 2) + p["b"][1] * np.sum(p["w"] ** 2)
+        """
+    )
+    p = {"w": np.linspace(0.1, 0.5, 3), "b": (np.float64(0.2), np.float64(0.3))}
+    h = srctrans.jit(srctrans.hessian(mod.penalized_tree_loss_of_parameters))
+    assert np.shape(h(p, np.ones(3))["w"]["w"]) == (3, 3)
+    assert not [w for w in recwarn if issubclass(w.category, srctrans.CacheWarning)], [str(w.message) for w in recwarn]
+    folder = srctrans.source_path(srctrans.grad(mod.penalized_tree_loss_of_parameters)).parent
+    names = [p.name for p in folder.glob("*.py")]
+    assert not [n for n in names if re.search(r"\.[0-9a-f]{12}\..*\.[0-9a-f]{12}\.py$", n)]  # one hash per name
+    assert max(len(n) for n in names) <= cache.MAX_STEM + len(".0123456789ab.py"), max(names, key=len)
+    assert list((folder / "__pycache__").glob("*compiled*.nbi"))  # Numba saved what it compiled

@@ -8,15 +8,20 @@ call each other compiled. Recursive functions, and those that call one, are not
 cached on disk: Numba loads a cached recursive function into a segmentation fault
 (numba/numba#6061), so they are compiled again in each process. Each dispatcher's first compile for a new signature
 runs under the caller's lock; Numba's typing errors come back as
-:class:`GeneratedCodeError`, which names the generated file and line.
+:class:`GeneratedCodeError`, which names the generated file and line. A cache entry
+that cannot be read back (a truncated ``.nbi``/``.nbc``) is discarded and compiled
+again, with a :class:`~srctrans.errors.CacheWarning`.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import glob
 import re
 import traceback
 import types
+import warnings
 from collections.abc import Callable
 from contextlib import AbstractContextManager as ContextManager
 from pathlib import Path
@@ -26,6 +31,7 @@ import numba
 from numba.core import errors as numba_errors
 
 from srctrans.cache import load_module
+from srctrans.errors import CacheWarning
 
 from . import flat_loops, memory, vector_math
 
@@ -108,6 +114,59 @@ def _guard(dispatcher, path: str, lock: Callable[[], ContextManager]) -> None:
     dispatcher._compile_for_args = locked_compile
 
 
+def _mend_damaged_cache(dispatcher) -> None:
+    """An on-disk entry of ``dispatcher`` that cannot be read back (a truncated or garbage
+    ``.nbi``/``.nbc``, as after a full disk or a power loss) is discarded with a
+    :class:`~srctrans.errors.CacheWarning` and the function compiled again, rather than
+    failing that function in every later process; one that cannot be written leaves the
+    function compiled, uncached. (Runs under the file's lock, as every compile does.)"""
+    cache = dispatcher._cache
+    load, save = cache.load_overload, cache.save_overload
+
+    def load_overload(sig, target_context):
+        try:
+            return load(sig, target_context)
+        except OSError:  # not readable (permissions ...): compiled as if not cached; a save says why
+            return None
+        except Exception as err:  # noqa: BLE001 - whatever unpickling a damaged file raises
+            _discard(cache, err)
+            return None
+
+    def save_overload(sig, data):
+        try:
+            try:
+                save(sig, data)
+            except OSError:  # a full disk, a folder not writable: the index is as it was
+                raise
+            except Exception as err:  # noqa: BLE001 - the index it adds the entry to is damaged
+                _discard(cache, err)
+                save(sig, data)
+        except Exception as err:  # noqa: BLE001
+            warnings.warn(
+                f"Numba could not save compiled code in {cache.cache_path} ({type(err).__name__}: {err}); "
+                "it runs, and is compiled again in the next process",
+                CacheWarning,
+                stacklevel=2,
+            )
+
+    cache.load_overload = load_overload
+    cache.save_overload = save_overload
+
+
+def _discard(cache, err: Exception) -> None:
+    """Remove the index of ``cache``'s function and its data files."""
+    index = Path(cache._cache_file._index_path)
+    doomed = [index, *index.parent.glob(glob.escape(index.name[: -len(".nbi")]) + ".*.nbc")]
+    for path in doomed:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    warnings.warn(
+        f"discarded a damaged Numba cache entry {index} ({type(err).__name__}: {err}); compiling the function again",
+        CacheWarning,
+        stacklevel=2,
+    )
+
+
 # Which of our overload modules a generated file needs, judged from its text (importing them
 # all costs ~0.15 s of first-call latency that most small functions do not need).
 _NEEDS = {
@@ -186,6 +245,8 @@ def compile_module(
             boundscheck=boundscheck,
         )(fn)
         _guard(jitted, path, lock)
+        if cache and name not in uncached:
+            _mend_damaged_cache(jitted)
         dispatchers[name] = jitted
     by_id = {id(fn): dispatchers[name] for name, fn in pyfuncs.items()}
     for key, value in list(module.__dict__.items()):

@@ -15,6 +15,8 @@ from .batching import vmap  # noqa: E402
 from .check import check_grads  # noqa: E402
 from .config import config  # noqa: E402
 from .errors import (  # noqa: E402
+    CacheError,
+    CacheWarning,
     CompileError,
     NoDerivativeError,
     SourceUnavailableError,
@@ -28,6 +30,8 @@ from .sharding import AxisType, Mesh, NamedSharding, PartitionSpec, device_get, 
 
 __all__ = [
     "AxisType",
+    "CacheError",
+    "CacheWarning",
     "CompileError",
     "Mesh",
     "NamedSharding",

@@ -77,7 +77,9 @@ class _Specialization:
     @property
     def python(self) -> Callable:
         if self._python is None:
-            module = load_module(self.gen.path, self.gen.module_name + "_py", self.gen.bound)
+            with file_lock(self.gen.path):
+                self.gen.ensure_file()  # written again if it went since it was generated
+                module = load_module(self.gen.path, self.gen.module_name + "_py", self.gen.bound)
             self._python = getattr(module, self.gen.entry)
         return self._python
 
@@ -96,18 +98,20 @@ class _Specialization:
                     from numba_backend.cpu import compile_module
 
                     path = self.gen.path
-                    self._compiled = compile_module(
-                        path,
-                        self.gen.module_name,
-                        self.gen.meta["functions"],
-                        self.gen.entry,
-                        self.gen.bound,
-                        lock=lambda: file_lock(path),
-                        parallel=self.options["parallel"],
-                        fastmath=self.options["fastmath"],
-                        cache=self.options["cache"],
-                        boundscheck=self.options["boundscheck"],
-                    )
+                    with file_lock(path):  # the file is as generated while Numba reads it
+                        self.gen.ensure_file()
+                        self._compiled = compile_module(
+                            path,
+                            self.gen.module_name,
+                            self.gen.meta["functions"],
+                            self.gen.entry,
+                            self.gen.bound,
+                            lock=lambda: file_lock(path),
+                            parallel=self.options["parallel"],
+                            fastmath=self.options["fastmath"],
+                            cache=self.options["cache"],
+                            boundscheck=self.options["boundscheck"],
+                        )
         return self._compiled
 
     def rebuild(self, raw: Any) -> Any:
@@ -147,7 +151,7 @@ class _Specialization:
 
     def origins(self) -> dict[int, tuple[str, int, str]]:
         if self._origins is None:
-            self._origins = origin_map(self.gen.path.read_text())
+            self._origins = origin_map(self.gen.text)
         return self._origins
 
     def user_location(self, line: int | None) -> tuple[str, int, str] | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import __version__
 from .cache import clean as clean_tree
-from .cache import user_cache_root
+from .cache import readable_name, user_cache_root
 from .errors import SrcTransError
 from .pipeline import Transform, generate
 
@@ -89,7 +89,7 @@ def _generate(args):
 
 
 def cmd_show(args) -> int:
-    print(_generate(args).path.read_text(), end="")
+    print(_generate(args).text, end="")
     return 0
 
 
@@ -97,8 +97,8 @@ def cmd_emit(args) -> int:
     gen = _generate(args)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    dest = out / gen.path.name
-    shutil.copyfile(gen.path, dest)
+    dest = out / readable_name(gen.path)  # without the dependency hash the cache's name ends in
+    dest.write_text(gen.text)
     print(dest)
     return 0
 

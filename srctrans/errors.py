@@ -93,6 +93,14 @@ class CompileError(SrcTransError):
     """The compiler (Numba) refused the generated code; located at the user's line."""
 
 
+class CacheError(SrcTransError):
+    """srctrans cannot keep a generated file where it goes (a directory is in the way ...)."""
+
+
+class CacheWarning(UserWarning):
+    """Something in the cache was damaged and has been replaced (a Numba cache entry ...)."""
+
+
 class ViewUpdateError(SrcTransError):
     """``row += v`` at run time on a ``row`` that shares its array with another name (``row = X[i]``).
 

@@ -11,10 +11,12 @@ import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from .cache import readable_name
 from .capture import Captured, lambda_column
 from .errors import SourceUnavailableError, SrcTransError
 
@@ -41,7 +43,12 @@ class ParsedFunction:
 
     @property
     def display_file(self) -> str:
-        return os.path.basename(self.captured.filename) if self.captured.is_real_file else self.captured.filename
+        """The file as origin comments name it: its base name; a generated file's without the
+        dependency hash its name ends in, so what is made from it reads the same under any hash."""
+        if not self.captured.is_real_file:
+            return self.captured.filename
+        name = os.path.basename(self.captured.filename)
+        return readable_name(Path(name)) if self.captured.is_generated else name
 
     def line_of(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line

@@ -10,18 +10,22 @@ parsing anything (libcst is not even imported).
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .analysis.resolve import callable_fingerprint, literal_text
-from .cache import cache_dir, module_name_for, read_header, write_if_changed
+from .cache import (
+    cache_dir,
+    module_name_for,
+    read_header,
+    source_stem,
+    toolchain_fingerprint,
+    variant_path,
+    write_generated,
+)
 from .capture import Captured, capture
-
-_LOCK = threading.RLock()
-_LIVE: dict[Path, str] = {}  # path -> dependency hash loaded in this process
 
 
 @dataclass(frozen=True)
@@ -59,13 +63,19 @@ class Transform:
 
 @dataclass
 class Generated:
-    """A generated file and what is needed to load and call its entry function."""
+    """A generated file and what is needed to load and call its entry function.
+
+    ``source`` is the file's text as it was generated or found intact: :meth:`ensure_file`
+    writes it again when the file has gone (deleted after :func:`srctrans.source_path`, a
+    ``srctrans clean`` meanwhile) or changed.
+    """
 
     path: Path
     module_name: str
     meta: dict
     bound: dict[str, Any] = field(default_factory=dict)
     captured: Captured | None = None
+    source: str | None = field(default=None, repr=False)
 
     @property
     def entry(self) -> str:
@@ -73,7 +83,13 @@ class Generated:
 
     @property
     def text(self) -> str:
-        return self.path.read_text()
+        return self.source if self.source is not None else self.path.read_text()
+
+    def ensure_file(self) -> None:
+        """Make sure the file holds :attr:`source` (a caller that then loads or compiles it
+        holds the file's lock around both, so nothing comes between)."""
+        if self.source is not None:
+            write_generated(self.path, self.source)
 
 
 class StaticArgs(dict):
@@ -131,43 +147,18 @@ def generate(obj: Callable, transform: Transform, static: dict[str, Any] | None 
     extra = f"{transform.label}|static=" + repr(sorted((k, literal_text(v) or repr(v)) for k, v in static.items()))
     if static.trees:
         extra += "|trees=" + trees_text(static.trees)
-    extra += "|rules=" + rules_fingerprint(transform.name) + "|srctrans=" + library_fingerprint()
+    extra += "|rules=" + rules_fingerprint(transform.name) + "|toolchain=" + toolchain_fingerprint()
     dep_hash = callable_fingerprint(obj, extra)[:16]
-    folder = cache_dir(cap)
-    stem = f"{cap.module_stem}.{cap.dotted_name}.{transform.file_tag}{static_suffix(static)}"
-    with _LOCK:
-        path = folder / f"{stem}.py"
-        live = _LIVE.get(path)
-        if live is not None and live != dep_hash:  # another version is alive in this process
-            path = folder / f"{stem}.{dep_hash[:8]}.py"
-        _LIVE[path] = dep_hash
+    stem = f"{source_stem(cap)}.{cap.dotted_name}.{transform.file_tag}{static_suffix(static)}"
+    path = variant_path(cache_dir(cap), stem, dep_hash)  # one file per variant, for good
     reused = _reuse(path, dep_hash, cap, static)
     if reused is not None:
         return reused
     from .build import build  # imports libcst: only when a file must be (re)written
 
     text, meta, bound = build(cap, transform, static, dep_hash, path)
-    write_if_changed(path, text)
-    return Generated(path, module_name_for(path), meta, bound, cap)
-
-
-_LIBRARY: list[str] = []
-
-
-def library_fingerprint() -> str:
-    """A hash of the source of the modules that write generated files (this package less
-    the helpers generated files call): a file written by another version of the
-    transformations is written again, even under the same version number."""
-    if not _LIBRARY:
-        import hashlib
-
-        root = Path(__file__).resolve().parent
-        digest = hashlib.sha1()
-        for path in sorted(root.rglob("*.py")):
-            if path.name not in ("runtime.py", "random.py") and "__srctrans__" not in path.parts:
-                digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-        _LIBRARY.append(digest.hexdigest()[:16])
-    return _LIBRARY[0]
+    write_generated(path, text)
+    return Generated(path, module_name_for(path), meta, bound, cap, text)
 
 
 def _reuse(path: Path, dep_hash: str, cap: Captured, static: dict[str, Any]) -> Generated | None:
@@ -196,7 +187,7 @@ def _reuse(path: Path, dep_hash: str, cap: Captured, static: dict[str, Any]) -> 
         return None
     if not isinstance(entry, str) or not isinstance(params, list):
         return None
-    return Generated(path, module_name_for(path), meta, bound, cap)
+    return Generated(path, module_name_for(path), meta, bound, cap, text)
 
 
 def display_source(cap: Captured, path: Path) -> str:

@@ -75,14 +75,14 @@ def test_a_file_written_by_other_transformations_is_written_again(make_module, m
     # the dependency hash covers srctrans's own source: a file written by another version of
     # the transformations (a fixed bug, even under the same version number) is not reused
     import srctrans
-    from srctrans import pipeline
+    from srctrans import cache
 
     mod = make_module("import numpy as np\n\ndef f(x):\n    return np.sum(np.sin(x) * x)\n")
     g = srctrans.grad(mod.f)
     g(1.0)
     path = srctrans.source_path(g)
     before = path.read_text()
-    monkeypatch.setattr(pipeline, "_LIBRARY", ["another version"])
+    monkeypatch.setattr(cache, "_TOOLCHAIN", ["another version"])
     again = srctrans.grad(mod.f)
     again(1.0)
     after = srctrans.source_path(again).read_text()

@@ -197,24 +197,6 @@ def value_fingerprint(value: Any, seen: dict[int, str]) -> str:
     return f"object:{type(value).__module__}.{type(value).__qualname__}:{value!r}"
 
 
-_SELF: list[str] = []
-
-
-def srctrans_fingerprint() -> str:
-    """A hash of srctrans's own source: a changed transformation regenerates every file."""
-    if not _SELF:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        h = hashlib.sha256()
-        for folder, dirs, files in sorted(os.walk(root)):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(("__", ".")))
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    with open(os.path.join(folder, name), "rb") as fh:
-                        h.update(name.encode() + fh.read())
-        _SELF.append(h.hexdigest()[:16])
-    return _SELF[0]
-
-
 def function_fingerprint(fn: types.FunctionType, seen: dict[int, str] | None = None) -> str:
     """Hash of ``fn``'s source and of everything it reads, recursively; cycle-safe."""
     from .. import __version__  # late: avoids an import cycle
@@ -227,7 +209,7 @@ def function_fingerprint(fn: types.FunctionType, seen: dict[int, str] | None = N
     seen[key] = ""
     cap = capture(fn)
     h = hashlib.sha256()
-    h.update(f"srctrans {__version__} {srctrans_fingerprint()}\n{cap.filename}\n{cap.qualname}\n{cap.name}\n{cap.firstlineno}\n".encode())
+    h.update(f"srctrans {__version__}\n{cap.filename}\n{cap.qualname}\n{cap.name}\n{cap.firstlineno}\n".encode())
     h.update(cap.source.encode())
     closure = cap.closure
     for name in sorted(_code_names(fn.__code__) | set(closure)):

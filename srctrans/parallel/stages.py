@@ -34,7 +34,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from ..cache import HASH_PREFIX, META_PREFIX, ORIGIN_RE, module_name_for, read_header, write_if_changed
+from ..cache import HASH_PREFIX, META_PREFIX, ORIGIN_RE, module_name_for, read_header, write_generated
 from ..errors import SrcTransError, UnsupportedSyntaxError
 from ..pipeline import Generated, StaticArgs, Transform, generate
 from . import collectives
@@ -75,15 +75,16 @@ def parallel_file(fn: Any, batched: tuple[bool, ...], axis_name: str | None, sta
     cut = max(stem.rfind(".anf."), stem.rfind(".anf") if stem.endswith(".anf") else -1)
     path = anf_gen.path.with_name(stem[:cut] + "." + tag + stem[cut + 4:] + ".py")
     try:
-        old = read_header(path.read_text())
+        text = path.read_text()
+        old = read_header(text)
     except (OSError, UnicodeDecodeError):
         old = None
     if old is not None and old[1] == dep_hash:
         meta = old[0]
     else:
         text, meta = _build(anf_gen, tuple(bool(b) for b in batched), axis_name, label, dep_hash)
-        write_if_changed(path, text)
-    return Generated(path, module_name_for(path), meta, anf_gen.bound, anf_gen.captured)
+        write_generated(path, text)
+    return Generated(path, module_name_for(path), meta, anf_gen.bound, anf_gen.captured, text)
 
 
 # --- building ----------------------------------------------------------------------------
@@ -171,7 +172,7 @@ def _build(anf_gen: Generated, batched: tuple[bool, ...], axis_name: str | None,
     from ..cache import load_module
     from ..passes.control import JumpError, structure
 
-    text = anf_gen.path.read_text()
+    text = anf_gen.text
     meta0 = anf_gen.meta
     entry_name = meta0["entry"]
     lines = text.split("\n")

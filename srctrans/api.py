@@ -1040,6 +1040,16 @@ def _nonzero(t: Any) -> bool:
     return bool(np.any(t)) if isinstance(t, np.ndarray) else bool(t != 0)
 
 
+def _with_defaults(target: Callable, visible: list[str], primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
+    """Primals and tangents for every parameter: those left out are their defaults (the values
+    bound at ``def`` time), with zero tangents. Unchanged when one left out has no default."""
+    params = inspect.signature(unwrap(target)[0]).parameters
+    missing = [params[n].default for n in visible[len(primals) :]]
+    if any(d is inspect.Parameter.empty for d in missing):
+        return primals, tangents
+    return primals + tuple(missing), tangents + tuple(tree_map(_zero_tangent, d) for d in missing)
+
+
 def _zero_tangent(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return np.zeros(x.shape, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
@@ -1086,6 +1096,8 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
         return fast
     target, _ = (fn, None) if not isinstance(fn, Jitted) else (fn._fn, None)
     visible = _visible_params(target)
+    if len(tangents) == len(primals) < len(visible):  # fn(*primals), as JAX calls it: the rest take their defaults
+        primals, tangents = _with_defaults(target, visible, primals, tangents)
     if len(primals) != len(visible):
         raise TypeError(f"jvp: the function takes {len(visible)} arguments ({', '.join(visible)}), got {len(primals)} primals")
     if len(tangents) != len(primals):

@@ -189,6 +189,8 @@ def _reuse(path: Path, dep_hash: str, cap: Captured, static: dict[str, Any]) -> 
                 bound[name] = static[original]
             elif origin == "closure":
                 bound[name] = closure[original]
+            elif origin == "default":
+                bound[name] = cap.defaults[original]
             else:
                 bound[name] = cap.fn.__globals__[original]
         entry, params = meta["entry"], meta["params"]

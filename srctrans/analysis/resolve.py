@@ -239,6 +239,8 @@ def function_fingerprint(fn: types.FunctionType, seen: dict[int, str] | None = N
         h.update(value_fingerprint(value, seen).encode())
     for default in fn.__defaults__ or ():
         h.update(b"\ndefault=" + value_fingerprint(default, seen).encode())
+    for name, default in sorted((fn.__kwdefaults__ or {}).items()):
+        h.update(f"\ndefault {name}=".encode() + value_fingerprint(default, seen).encode())
     digest = h.hexdigest()
     seen[key] = digest
     return digest

@@ -31,6 +31,7 @@ from .capture import capture, unwrap
 from .config import config
 from .errors import CompileError
 from .pipeline import Generated, StaticArgs, Transform, generate
+from .statics import opaque
 from .tree import DictKey, PyTreeDef, SequenceKey, keystr, tree_flatten, tree_flatten_with_path
 
 __all__ = ["grad", "jit", "source", "source_path", "value_and_grad", "vjp"]
@@ -283,7 +284,10 @@ class Jitted:
             named = self._name_leaves(trees or {})
             transform = self._spec_transform(named, nones)
             gen = generate(self._fn, transform, StaticArgs(static_values, named, frozenset(self._wrt or ())))
-            spec = _Specialization(gen, self._options, named, self._layout(named, nones))
+            options = self._options
+            if static_values and opaque(static_values):  # one file per type of value: nothing of it frozen on disk
+                options = {**options, "cache": False}
+            spec = _Specialization(gen, options, named, self._layout(named, nones))
             self._specs[key] = spec
             if not self._static and not trees and not nones:
                 self._simple = spec

@@ -508,7 +508,9 @@ def _resolver(unit: _Unit, node: cst.FunctionDef, np_name: str, local_marker: An
 
 
 def _static_text(static: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in sorted(static.items()))
+    from .statics import key_text
+
+    return ", ".join(f"{k}={key_text(v, fingerprints=False)}" for k, v in sorted(static.items()))
 
 
 def _where(unit: _Unit, b: Binding) -> str:
@@ -622,13 +624,10 @@ def _resolve(
         if name not in unit.bindings:
             unit.bindings[name] = Binding(name, "callee", value, "generated")
             _claim(namespace, name, "function", value, unit, pf.node)
-    for name, value in static.items():
-        from .analysis.resolve import literal_text
-
-        text = literal_text(value)
-        kind = "literal" if text is not None else "bound"
-        unit.bindings[name] = Binding(name, kind, value, "static", text or "")
-        _claim(namespace, name, kind, value, unit, pf.node)
+    for name, value in static.items():  # a literal, an import, a callee (a function of yours) or bound
+        b = bind(name, value, "static", cap.module_name)
+        unit.bindings[name] = b
+        _claim(namespace, name, "function" if b.kind == "callee" else b.kind, b.value, unit, pf.node)
 
 
 def _custom_rule(value: Any) -> bool:

@@ -32,6 +32,7 @@ from .config import config
 from .errors import CompileError
 from .pipeline import Generated, StaticArgs, Transform, generate
 from .statics import opaque
+from .subclasses import plain, plain_leaves
 from .tree import DictKey, PyTreeDef, SequenceKey, keystr, tree_flatten, tree_flatten_with_path
 
 __all__ = ["grad", "jit", "source", "source_path", "value_and_grad", "vjp"]
@@ -341,8 +342,13 @@ class Jitted:
         trees: dict[str, PyTreeDef] = {}
         flat: dict[str, list] = {}
         for name, value in values.items():
-            if _is_container(value) and name not in self._static and name != self._self_param:
+            if name in self._static or name == self._self_param:
+                continue
+            if _is_container(value):
                 flat[name], trees[name] = tree_flatten(value)
+                flat[name] = plain_leaves(flat[name], lambda i, name=name, value=value: self._label(name, value, i))
+            elif type(value) is not np.ndarray and isinstance(value, np.ndarray):
+                values[name] = plain(value, self._label(name))
         nones = frozenset(n for n in self._wrt or () if values.get(n, 0) is None)
         spec = self._specialization(static_values, trees, nones)
         call_args = []
@@ -353,9 +359,15 @@ class Jitted:
             elif kind == "leaf":
                 call_args.append(flat[source[1]][source[2]])
             elif kind == "attr":
-                call_args.append(getattr(values[source[1]], source[2]))
+                call_args.append(plain(getattr(values[source[1]], source[2]), f"attribute {source[2]!r} of {source[1]}"))
             # "cotangent" (vjp: the caller appends it) and "returns" are not parameters
         return spec, call_args
+
+    def _label(self, name: str, value: Any = None, leaf: int | None = None) -> str:
+        """``argument 'x' of f``, ``argument params['W'] of f``: how an error names an argument."""
+        if leaf is None:
+            return f"argument {name!r} of {self.__qualname__}"
+        return f"argument {name}{keystr(tree_flatten_with_path(value)[0][leaf][0])} of {self.__qualname__}"
 
     def _compute_direct(self) -> bool:
         """Calls may skip argument binding: positional parameters only, nothing static or bound."""
@@ -652,6 +664,7 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     options: tuple = (("wrt", tuple(visible)),) + ((("has_aux", True),) if has_aux else ())
     runner = Jitted(target, _transform=Transform("vjp", options), _compile=compiled)
     runner._wrt = tuple(visible)
+    primals = tuple(_plain_tree(runner, n, p) for n, p in zip(visible, primals))  # (the primal too: plain arrays)
 
     def vjp_fn(cotangent):
         _refuse_complex("vjp", [*visible, "the cotangent"], [*primals, cotangent])
@@ -678,10 +691,21 @@ def _is_container(value: Any) -> bool:
     return t is tuple or t is list or t is dict or (isinstance(value, tuple) and hasattr(t, "_fields"))
 
 
+def _plain_tree(fn: Jitted, name: str, value: Any) -> Any:
+    """Argument ``name``'s ``value`` with its array subclasses refused or viewed as plain arrays
+    (:func:`srctrans.subclasses.plain`)."""
+    if not _is_container(value):
+        return plain(value, fn._label(name))
+    leaves, treedef = tree_flatten(value)
+    kept = plain_leaves(leaves, lambda i: fn._label(name, value, i))
+    return value if kept is leaves else treedef.unflatten(kept)
+
+
 def _any_tree(args: tuple, wrt: tuple | None) -> bool:
-    """Whether a call needs binding: a container argument, or (``wrt``: differentiating) a ``None``."""
+    """Whether a call needs binding: a container argument, an array subclass (refused or passed
+    as a plain array there, :mod:`srctrans.subclasses`) or (``wrt``: differentiating) a ``None``."""
     for a in args:
-        if _is_container(a) or (a is None and wrt is not None):
+        if _is_container(a) or (a is None and wrt is not None) or (type(a) is not np.ndarray and isinstance(a, np.ndarray)):
             return True
     return False
 

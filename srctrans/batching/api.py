@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import runtime as rt
 from ..config import config
+from ..subclasses import plain_leaves
 from ..tree import tree_flatten, tree_unflatten
 
 _METHODS = ("auto", "vectorize", "loop")
@@ -233,6 +234,7 @@ class VMapped:
             treedefs.append(treedef)
             leaves += flat
         labels = self._leaf_labels(args)
+        leaves = plain_leaves(leaves, lambda j: f"{labels[j]} of {self.__qualname__}")
         arrays = [np.asarray(v) if not isinstance(v, (float, int, complex, bool)) else v for v in leaves]
         done = [0] * len(arrays)  # how many outer levels each leaf is batched at (their axes are in front)
         per_level = []
@@ -307,6 +309,7 @@ class VMapped:
         axes = self._arg_axes(self, args)
         labels = self._leaf_labels(args)
         trees = [tree_flatten(a) for a in args]
+        plain_leaves([leaf for flat, _ in trees for leaf in flat], lambda j: f"{labels[j]} of {self.__qualname__}")
         arrays, sizes = [], []
         for j, (v, a) in enumerate(zip([leaf for flat, _ in trees for leaf in flat], axes)):
             if a is None:

@@ -17,8 +17,8 @@ rewrite that, in functions of generated files only, passes each such number thro
 A number is a literal of the line, or a name bound once to one (a value written into the
 file, a local ``scale = 2.0``). ``weak(2.0, x)`` is ``np.float32(2.0)`` when ``x`` holds
 float32, the number unchanged when NumPy would promote (a float against integers). An
-``int`` out of the range of the array's integer dtype raises ``OverflowError``, as NumPy 2
-does. What stays different: a variable Numba must give one type (``s = 0.0`` then
+``int`` literal out of the range of the array's integer dtype raises ``OverflowError``
+where the line runs, as NumPy 2 does (with NumPy's message). What stays different: a variable Numba must give one type (``s = 0.0`` then
 ``s = s + x[i]`` in a loop accumulates in float64; NumPy's ``s`` becomes float32 after the
 first step), and a Python number passed as an argument (Numba types it float64/int64).
 """

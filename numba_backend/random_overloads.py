@@ -80,8 +80,65 @@ import srctrans.random as _r
 
 # --- the kernels of srctrans.random, compiled as they are ------------------
 
+def _libm_address(name: str) -> int | None:
+    """The address of the C library's function ``name`` in this process, or None."""
+    import ctypes
+
+    try:
+        return ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value
+    except (AttributeError, OSError, TypeError):  # pragma: no cover - not a POSIX dlopen
+        return None
+
+
+def _libm_call(kernel, name: str, arity: int) -> bool:
+    """Compile ``kernel`` (``math.log`` of a float64 ...) as a call of the C library's ``name``
+    through a symbol of our own, which LLVM knows nothing about: it cannot turn a loop of them
+    into one call of a vector function (``llvm.log.v4f64``), which ``vector_math`` would send
+    to libmvec, whose last bit differs. So each draw calls the same scalar function as the
+    uncompiled kernel, compiled cold or loaded from the cache. False where ``name`` is not found."""
+    import llvmlite.binding as ll
+
+    address = _libm_address(name)
+    if not address:
+        return False
+    symbol = f"srctrans.libm.{name}"
+    ll.add_symbol(symbol, address)
+    double = llvm_ir.DoubleType()
+
+    def codegen(context, builder, signature, args):
+        fn = cgutils.get_or_insert_function(builder.module, llvm_ir.FunctionType(double, [double] * arity), symbol)
+        fn.attributes.add("nounwind")
+        return builder.call(fn, args)
+
+    if arity == 1:
+        @intrinsic
+        def call(typingctx, x):
+            return types.float64(types.float64), codegen
+
+        @overload(kernel)
+        def _ol(x):
+            return lambda x: call(np.float64(x))
+    else:
+        @intrinsic
+        def call(typingctx, x, y):
+            return types.float64(types.float64, types.float64), codegen
+
+        @overload(kernel)
+        def _ol(x, y):
+            return lambda x, y: call(np.float64(x), np.float64(y))
+    return True
+
+
+_OPAQUE = {
+    kernel
+    for kernel, name, arity in (
+        (_r._log_libm, "log", 1), (_r._exp_libm, "exp", 1), (_r._pow_libm, "pow", 2), (_r._erf_libm, "erf", 1),
+    )
+    if _libm_call(kernel, name, arity)
+}
+
 for _kernel in _r.JITTABLE_KERNELS:
-    if _kernel not in (_r._fma_f32, _r._fma_f64):
+    if _kernel not in (_r._fma_f32, _r._fma_f64) and _kernel not in _OPAQUE:
         register_jitable(_kernel)
 
 

@@ -104,7 +104,16 @@ def rewrite(ir: str, renames: dict[str, str]) -> str:
     Declarations lose their attribute groups (an intrinsic's ``speculatable``
     and ``memory(none)`` are not promises an ordinary function makes); calls
     keep their fast-math flags.
+
+    The copies of other libraries' functions that Numba linked into the module
+    (``linkonce_odr``: an overload, a ufunc loop) become ``internal``: rewritten
+    here, they are no longer the code their own library holds, and a call of one
+    must reach this copy. As ``linkonce_odr`` symbols, the JIT linker resolved
+    them to the library's unpatched definition when that was already loaded (a
+    cold compile, which compiles it first) and to this copy when it was not (the
+    same code loaded from Numba's cache): two results for one program.
     """
+    ir = re.sub(r"^define linkonce_odr ", "define internal ", ir, flags=re.M)
     for intrinsic, name in renames.items():
         quoted = re.escape(intrinsic)
         linked = re.search(rf"^declare [^\n]*@{re.escape(name)}\(", ir, flags=re.M)  # a callee calls it already

@@ -31,6 +31,8 @@ from .capture import capture, unwrap
 from .config import config
 from .errors import CompileError
 from .pipeline import Generated, StaticArgs, Transform, generate
+from .statics import opaque
+from .subclasses import plain, plain_leaves
 from .tree import DictKey, PyTreeDef, SequenceKey, keystr, tree_flatten, tree_flatten_with_path
 
 __all__ = ["grad", "jit", "source", "source_path", "value_and_grad", "vjp"]
@@ -304,7 +306,10 @@ class Jitted:
             named = self._name_leaves(trees or {})
             transform = self._spec_transform(named, nones)
             gen = generate(self._fn, transform, StaticArgs(static_values, named, frozenset(self._wrt or ())))
-            spec = _Specialization(gen, self._options, named, self._layout(named, nones))
+            options = self._options
+            if static_values and opaque(static_values):  # one file per type of value: nothing of it frozen on disk
+                options = {**options, "cache": False}
+            spec = _Specialization(gen, options, named, self._layout(named, nones))
             self._specs[key] = spec
             if not self._static and not trees and not nones:
                 self._simple = spec
@@ -358,8 +363,13 @@ class Jitted:
         trees: dict[str, PyTreeDef] = {}
         flat: dict[str, list] = {}
         for name, value in values.items():
-            if _is_container(value) and name not in self._static and name != self._self_param:
+            if name in self._static or name == self._self_param:
+                continue
+            if _is_container(value):
                 flat[name], trees[name] = tree_flatten(value)
+                flat[name] = plain_leaves(flat[name], lambda i, name=name, value=value: self._label(name, value, i))
+            elif type(value) is not np.ndarray and isinstance(value, np.ndarray):
+                values[name] = plain(value, self._label(name))
         nones = frozenset(n for n in self._wrt or () if values.get(n, 0) is None)
         spec = self._specialization(static_values, trees, nones)
         call_args = []
@@ -370,9 +380,15 @@ class Jitted:
             elif kind == "leaf":
                 call_args.append(flat[source[1]][source[2]])
             elif kind == "attr":
-                call_args.append(getattr(values[source[1]], source[2]))
+                call_args.append(plain(getattr(values[source[1]], source[2]), f"attribute {source[2]!r} of {source[1]}"))
             # "cotangent" (vjp: the caller appends it) and "returns" are not parameters
         return spec, call_args
+
+    def _label(self, name: str, value: Any = None, leaf: int | None = None) -> str:
+        """``argument 'x' of f``, ``argument params['W'] of f``: how an error names an argument."""
+        if leaf is None:
+            return f"argument {name!r} of {self.__qualname__}"
+        return f"argument {name}{keystr(tree_flatten_with_path(value)[0][leaf][0])} of {self.__qualname__}"
 
     def _compute_direct(self) -> bool:
         """Calls may skip argument binding: positional parameters only, nothing static or bound."""
@@ -674,6 +690,7 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     options: tuple = (("wrt", tuple(visible)),) + ((("has_aux", True),) if has_aux else ())
     runner = Jitted(target, _transform=Transform("vjp", options), _compile=compiled)
     runner._wrt = tuple(visible)
+    primals = tuple(_plain_tree(runner, n, p) for n, p in zip(visible, primals))  # (the primal too: plain arrays)
 
     def vjp_fn(cotangent):
         _refuse_complex("vjp", [*visible, "the cotangent"], [*primals, cotangent])
@@ -700,10 +717,21 @@ def _is_container(value: Any) -> bool:
     return t is tuple or t is list or t is dict or (isinstance(value, tuple) and hasattr(t, "_fields"))
 
 
+def _plain_tree(fn: Jitted, name: str, value: Any) -> Any:
+    """Argument ``name``'s ``value`` with its array subclasses refused or viewed as plain arrays
+    (:func:`srctrans.subclasses.plain`)."""
+    if not _is_container(value):
+        return plain(value, fn._label(name))
+    leaves, treedef = tree_flatten(value)
+    kept = plain_leaves(leaves, lambda i: fn._label(name, value, i))
+    return value if kept is leaves else treedef.unflatten(kept)
+
+
 def _any_tree(args: tuple, wrt: tuple | None) -> bool:
-    """Whether a call needs binding: a container argument, or (``wrt``: differentiating) a ``None``."""
+    """Whether a call needs binding: a container argument, an array subclass (refused or passed
+    as a plain array there, :mod:`srctrans.subclasses`) or (``wrt``: differentiating) a ``None``."""
     for a in args:
-        if _is_container(a) or (a is None and wrt is not None):
+        if _is_container(a) or (a is None and wrt is not None) or (type(a) is not np.ndarray and isinstance(a, np.ndarray)):
             return True
     return False
 
@@ -1066,6 +1094,16 @@ def _nonzero(t: Any) -> bool:
     return bool(np.any(t)) if isinstance(t, np.ndarray) else bool(t != 0)
 
 
+def _with_defaults(target: Callable, visible: list[str], primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
+    """Primals and tangents for every parameter: those left out are their defaults (the values
+    bound at ``def`` time), with zero tangents. Unchanged when one left out has no default."""
+    params = inspect.signature(unwrap(target)[0]).parameters
+    missing = [params[n].default for n in visible[len(primals) :]]
+    if any(d is inspect.Parameter.empty for d in missing):
+        return primals, tangents
+    return primals + tuple(missing), tangents + tuple(tree_map(_zero_tangent, d) for d in missing)
+
+
 def _zero_tangent(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return np.zeros(x.shape, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
@@ -1112,6 +1150,8 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
         return fast
     target, _ = (fn, None) if not isinstance(fn, Jitted) else (fn._fn, None)
     visible = _visible_params(target)
+    if len(tangents) == len(primals) < len(visible):  # fn(*primals), as JAX calls it: the rest take their defaults
+        primals, tangents = _with_defaults(target, visible, primals, tangents)
     if len(primals) != len(visible):
         raise TypeError(f"jvp: the function takes {len(visible)} arguments ({', '.join(visible)}), got {len(primals)} primals")
     if len(tangents) != len(primals):

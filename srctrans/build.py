@@ -37,6 +37,7 @@ class _Unit:
     bindings: dict[str, Binding] = field(default_factory=dict)
     node: cst.FunctionDef | None = None
     aliases: dict[str, str] = field(default_factory=dict)  # another name of a function in the file -> its name there
+    defaults: dict[str, cst.BaseExpression] = field(default_factory=dict)  # parameter -> its default, as written in the file
 
 
 class _SelfAttrs(cst.CSTTransformer):
@@ -88,6 +89,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         units.append(unit)
         _claim(namespace, emit_name, "function", pf.captured.fn, unit, pf.node)
         _resolve(unit, namespace, static if is_entry else {}, introduced, transform.name not in ("grad", "vjp", "jvp"))
+        _defaults(unit, namespace, static if is_entry else {})
         for binding in list(unit.bindings.values()):  # (an alias adds a binding)
             if binding.kind != "callee":
                 continue
@@ -183,7 +185,8 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
             else:
                 bound_notes.append(f"{name} ({where}): {describe_value(b.value)}")
                 bound[name] = b.value
-                bound_meta[name] = [b.origin, name] if unit is entry else ["other", name]
+                original = b.text if b.origin == "default" else name  # (a default: its parameter's name)
+                bound_meta[name] = [b.origin, original] if unit is entry else ["other", name]
 
     source = display_source(cap, path)
     title_fn = cap.dotted_name
@@ -358,7 +361,47 @@ def desugared(unit: _Unit, np_name: str) -> cst.FunctionDef:
     """The unit's function as every transformation starts from it: origin comments, calls by
     one name per function, desugared (:mod:`srctrans.passes.desugar`)."""
     modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
-    return desugar(with_origins(unit.pf, unit.aliases), np_name, modules)
+    return desugar(_with_defaults(with_origins(unit.pf, unit.aliases), unit.defaults), np_name, modules)
+
+
+def _defaults(unit: _Unit, namespace, static: dict[str, Any]) -> None:
+    """Each default of the unit's function as the file writes it: a literal, or a name the
+    loader binds to the value (``def helper(x, eps=2.0)`` although ``EPS`` is 5.0 by now;
+    ``def inner(x, k=3.0)`` for a factory's ``k=k``). Static parameters have no default in
+    the file (they are not parameters there)."""
+    from .analysis.resolve import literal_text
+
+    taken = set(namespace) | scan(unit.pf.node).all
+    for param, value in unit.pf.captured.defaults.items():
+        if param in static:
+            continue
+        text = literal_text(value)
+        if text is not None:
+            unit.defaults[param] = cst.parse_expression(text)
+            continue
+        name = NameGen(taken).fresh(f"{unit.emit_name}_{param}_default", numbered=False)
+        taken.add(name)
+        unit.bindings[name] = Binding(name, "bound", value, "default", param)
+        _claim(namespace, name, "bound", value, unit, unit.pf.node)
+        unit.defaults[param] = cst.Name(name)
+
+
+def _with_defaults(node: cst.FunctionDef, defaults: dict[str, cst.BaseExpression]) -> cst.FunctionDef:
+    """``node`` with each parameter's default replaced by ``defaults[parameter]``."""
+
+    def param(p: cst.Param) -> cst.Param:
+        if p.default is None or p.name.value not in defaults:
+            return p
+        return p.with_changes(default=defaults[p.name.value])
+
+    params = node.params
+    return node.with_changes(
+        params=params.with_changes(
+            posonly_params=[param(p) for p in params.posonly_params],
+            params=[param(p) for p in params.params],
+            kwonly_params=[param(p) for p in params.kwonly_params],
+        )
+    )
 
 
 def _structured(unit: _Unit, node: cst.FunctionDef) -> cst.FunctionDef:
@@ -466,7 +509,9 @@ def _resolver(unit: _Unit, node: cst.FunctionDef, np_name: str, local_marker: An
 
 
 def _static_text(static: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in sorted(static.items()))
+    from .statics import key_text
+
+    return ", ".join(f"{k}={key_text(v, fingerprints=False)}" for k, v in sorted(static.items()))
 
 
 def _where(unit: _Unit, b: Binding) -> str:
@@ -475,6 +520,8 @@ def _where(unit: _Unit, b: Binding) -> str:
     mod = unit.pf.captured.module_name
     if b.origin == "closure":
         return f"closure value of {unit.pf.captured.qualname}"
+    if b.origin == "default":
+        return f"default of {unit.pf.captured.qualname}'s parameter {b.text}"
     return f"global of {mod}"
 
 
@@ -578,13 +625,10 @@ def _resolve(
         if name not in unit.bindings:
             unit.bindings[name] = Binding(name, "callee", value, "generated")
             _claim(namespace, name, "function", value, unit, pf.node)
-    for name, value in static.items():
-        from .analysis.resolve import literal_text
-
-        text = literal_text(value)
-        kind = "literal" if text is not None else "bound"
-        unit.bindings[name] = Binding(name, kind, value, "static", text or "")
-        _claim(namespace, name, kind, value, unit, pf.node)
+    for name, value in static.items():  # a literal, an import, a callee (a function of yours) or bound
+        b = bind(name, value, "static", cap.module_name)
+        unit.bindings[name] = b
+        _claim(namespace, name, "function" if b.kind == "callee" else b.kind, b.value, unit, pf.node)
 
 
 def _custom_rule(value: Any) -> bool:

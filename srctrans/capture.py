@@ -97,6 +97,17 @@ class Captured:
                 continue
         return values
 
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """``{parameter: default}`` as the function object holds them: the values bound when
+        ``def`` ran (``__defaults__``, ``__kwdefaults__``), not what the expressions say now."""
+        code = self.fn.__code__
+        positional = code.co_varnames[: code.co_argcount]
+        defaults = self.fn.__defaults__ or ()
+        values = dict(zip(positional[len(positional) - len(defaults) :], defaults))
+        values.update(self.fn.__kwdefaults__ or {})
+        return values
+
 
 def unwrap(obj: Callable) -> tuple[types.FunctionType, str, tuple, dict]:
     """Peel partials, methods and srctrans wrappers down to a plain function."""

@@ -97,14 +97,11 @@ def with_origins(pf: ParsedFunction, aliases: Mapping[str, str] | None = None) -
 
 
 def clean_signature(node: cst.FunctionDef, name: str) -> cst.FunctionDef:
-    """Drop decorators, annotations and non-literal defaults; rename to ``name``."""
+    """Drop decorators and annotations; rename to ``name``. Defaults stay: the build has made
+    them the values the function object holds (a literal, or a name bound at load time)."""
 
     def param(p: cst.Param) -> cst.Param:
-        default = p.default
-        if default is not None and not isinstance(default, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)):
-            default = None
-        equal = p.equal if default is not None else cst.MaybeSentinel.DEFAULT
-        return p.with_changes(annotation=None, default=default, equal=equal)
+        return p.with_changes(annotation=None)
 
     params = node.params
     params = params.with_changes(

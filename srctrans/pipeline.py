@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .analysis.resolve import callable_fingerprint, literal_text
+from .analysis.resolve import callable_fingerprint
 from .cache import (
     cache_dir,
     module_name_for,
@@ -26,6 +26,7 @@ from .cache import (
     write_generated,
 )
 from .capture import Captured, capture
+from .statics import key_text
 
 
 @dataclass(frozen=True)
@@ -129,8 +130,8 @@ def static_suffix(static: dict[str, Any]) -> str:
     import hashlib
 
     suffix = ""
-    if static:
-        text = ",".join(f"{k}={literal_text(v) or repr(v)}" for k, v in sorted(static.items()))
+    if static:  # by content, the same in every process (srctrans.statics)
+        text = ",".join(f"{k}={key_text(v)}" for k, v in sorted(static.items()))
         suffix = ".static-" + hashlib.sha1(text.encode()).hexdigest()[:8]
     trees = getattr(static, "trees", None)
     if trees:  # one file per structure of the pytree arguments
@@ -144,7 +145,7 @@ def generate(obj: Callable, transform: Transform, static: dict[str, Any] | None 
     cap = capture(obj)
     from .rules import fingerprint as rules_fingerprint
 
-    extra = f"{transform.label}|static=" + repr(sorted((k, literal_text(v) or repr(v)) for k, v in static.items()))
+    extra = f"{transform.label}|static=" + repr(sorted((k, key_text(v)) for k, v in static.items()))
     if static.trees:
         extra += "|trees=" + trees_text(static.trees)
     extra += "|rules=" + rules_fingerprint(transform.name) + "|toolchain=" + toolchain_fingerprint()
@@ -180,6 +181,8 @@ def _reuse(path: Path, dep_hash: str, cap: Captured, static: dict[str, Any]) -> 
                 bound[name] = static[original]
             elif origin == "closure":
                 bound[name] = closure[original]
+            elif origin == "default":
+                bound[name] = cap.defaults[original]
             else:
                 bound[name] = cap.fn.__globals__[original]
         entry, params = meta["entry"], meta["params"]

@@ -303,7 +303,7 @@ def _log_f64(y):
         if y == 0.0:
             return -np.inf
         return np.nan
-    return np.float64(math.log(y))
+    return np.float64(_log_libm(y))
 
 
 def _log1p_f32(x):
@@ -563,6 +563,11 @@ _F = _fma = _log = _log1p = _u01 = _normal_at = _uniform_at = _erfinv = None
 _SQRT2 = _TINY = _EPS = None
 
 
+def _log_libm(x):
+    """log of a float64 by the C library (as Python's ``math.log``)."""
+    return math.log(np.float64(x))
+
+
 def _exp_libm(x):
     """exp of a float64 by the C library (as Numba's ``math.exp``)."""
     return math.exp(np.float64(x))
@@ -727,7 +732,7 @@ JITTABLE_KERNELS = (
     _erfinv_f32_scalar, _erfinv_f64_scalar,
     _uniform_f32_at, _uniform_f64_at, _normal_f32_at, _normal_f64_at,
     _urem32, _randint32_params, _randint32_at, _urem64, _randint64_params, _randint64_at,
-    _exp_libm, _pow_libm, _erf_libm,
+    _log_libm, _exp_libm, _pow_libm, _erf_libm,
     _exponential_f32_at, _exponential_f64_at, _gumbel_low_f32_at, _gumbel_low_f64_at,
     _gumbel_high_f32_at, _gumbel_high_f64_at, _bernoulli_f32_at, _bernoulli_f64_at,
     _truncated_bounds_f32, _truncated_bounds_f64,

@@ -90,10 +90,7 @@ def params_of(node: cst.FunctionDef | cst.Lambda) -> tuple[str, ...]:
 def scan(node: cst.FunctionDef | cst.Lambda) -> Names:
     """Parameters, local names and free names of a function node."""
     v = _Scan()
-    node.body.visit(v)
-    for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
-        if p.default is not None:  # defaults are evaluated outside the function
-            p.default.visit(v)
+    node.body.visit(v)  # (not the defaults: their values are the function object's, bound at ``def``)
     params = params_of(node)
     local = frozenset(v.stored) - frozenset(params)
     bound = local | frozenset(params)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import linecache
 import math
 import os
 import sys
@@ -30,9 +31,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-_LIBRARY_ROOTS = tuple(
-    os.path.realpath(p) + os.sep
-    for p in {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+# Libraries with rules of their own (the tables' qualified names start with these), and those
+# that compile or are srctrans: their functions are called as they are, never transformed.
+# Any other function whose source can be read is transformed, wherever it is installed (a
+# package of the user's installed with ``pip install .`` lives in site-packages too).
+RULE_LIBRARIES = frozenset({"numpy", "scipy", "math", "builtins", "srctrans", "numba_backend", "numba", "llvmlite"})
+_SITE_ROOTS = tuple(
+    os.path.realpath(p) + os.sep for p in {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+)
+_STDLIB_ROOTS = tuple(
+    os.path.realpath(p) + os.sep for p in {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}
 )
 _OWN_PACKAGES = ("srctrans", "numba_backend")
 # where those packages' files are: a function of theirs may carry the user's __module__
@@ -66,15 +74,31 @@ def describe_value(value: Any) -> str:
 
 
 def is_user_function(value: Any) -> bool:
-    """A Python function from the user's own code (not the standard library or an installed package)."""
+    """A Python function srctrans transforms: not one of a library with rules
+    (:data:`RULE_LIBRARIES`) or of the standard library; in an installed package (site-packages),
+    one whose source can be read."""
     value = getattr(value, "__srctrans_function__", value)
     if not isinstance(value, types.FunctionType):
         return False
     module = getattr(value, "__module__", "") or ""
-    if module.split(".")[0] in _OWN_PACKAGES:
+    if module.split(".")[0] in RULE_LIBRARIES:
         return False
-    path = os.path.realpath(value.__code__.co_filename)
-    return not path.startswith(_LIBRARY_ROOTS + _OWN_ROOTS)
+    filename = value.__code__.co_filename
+    path = os.path.realpath(filename)
+    if path.startswith(_OWN_ROOTS) or _in_stdlib(path):
+        return False
+    if path.startswith(_SITE_ROOTS):
+        return bool(linecache.getlines(filename, value.__globals__))
+    return True
+
+
+def _in_stdlib(path: str) -> bool:
+    """In the standard library's folders, and not in a site-packages folder inside them."""
+    for root in _STDLIB_ROOTS:
+        if path.startswith(root):
+            parts = path[len(root) :].split(os.sep)
+            return "site-packages" not in parts and "dist-packages" not in parts
+    return False
 
 
 def literal_text(value: Any) -> str | None:
@@ -221,6 +245,8 @@ def function_fingerprint(fn: types.FunctionType, seen: dict[int, str] | None = N
         h.update(value_fingerprint(value, seen).encode())
     for default in fn.__defaults__ or ():
         h.update(b"\ndefault=" + value_fingerprint(default, seen).encode())
+    for name, default in sorted((fn.__kwdefaults__ or {}).items()):
+        h.update(f"\ndefault {name}=".encode() + value_fingerprint(default, seen).encode())
     digest = h.hexdigest()
     seen[key] = digest
     return digest

@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import runtime as rt
 from ..config import config
+from ..subclasses import plain_leaves
 from ..tree import tree_flatten, tree_unflatten
 
 _METHODS = ("auto", "vectorize", "loop")
@@ -226,6 +227,8 @@ class VMapped:
             out = self._call_planned(plan, args)
             if out is not _MISMATCH:
                 return out
+        if len(args) < len(self._params) and self._defaults(len(args)) is not None:  # as f(*args): defaults for the rest
+            return self._with_defaults(len(args))(*args, *self._defaults(len(args)))
         if len(args) != len(self._params):
             raise TypeError(f"{self.__qualname__} takes {len(self._params)} arguments, got {len(args)}")
         levels = self._chain()
@@ -236,6 +239,7 @@ class VMapped:
             treedefs.append(treedef)
             leaves += flat
         labels = self._leaf_labels(args)
+        leaves = plain_leaves(leaves, lambda j: f"{labels[j]} of {self.__qualname__}")
         arrays = [_array(v) if not isinstance(v, (float, int, complex, bool)) else v for v in leaves]
         done = [0] * len(arrays)  # how many outer levels each leaf is batched at (their axes are in front)
         per_level = []
@@ -362,6 +366,7 @@ class VMapped:
         axes = self._arg_axes(self, args)
         labels = self._leaf_labels(args)
         trees = [tree_flatten(a) for a in args]
+        plain_leaves([leaf for flat, _ in trees for leaf in flat], lambda j: f"{labels[j]} of {self.__qualname__}")
         arrays, sizes = [], []
         for j, (v, a) in enumerate(zip([leaf for flat, _ in trees for leaf in flat], axes)):
             if a is None:
@@ -437,6 +442,34 @@ class VMapped:
             twin = VMapped(fn, spec, self.out_axes, self.axis_size, self.axis_name, self.method, self._jit)
             twins[key] = twin
         return twins[key]
+
+    # --- parameters left to their defaults ---------------------------------------------------
+
+    def _defaults(self, npos: int) -> tuple | None:
+        """The defaults (bound at ``def`` time) of the parameters after the first ``npos``, or None
+        when one of them has none."""
+        params = inspect.signature(self._chain()[-1]._base).parameters
+        values = tuple(params[name].default for name in self._params[npos:])
+        return None if any(v is inspect.Parameter.empty for v in values) else values
+
+    def _with_defaults(self, npos: int) -> VMapped:
+        """This function batched for calls with ``npos`` arguments, the other parameters left to
+        their defaults: the same levels, ``in_axes`` spelled out per parameter, None (not
+        batched) for the defaults."""
+        twins = self.__dict__.setdefault("_default_twins", {})
+        if npos not in twins:
+            spec = self.in_axes
+            if isinstance(spec, tuple):
+                if len(spec) != npos:
+                    raise ValueError(f"vmap in_axes has {len(spec)} entries but {self.__qualname__} is called with {npos} arguments")
+            elif isinstance(spec, dict):
+                raise ValueError("vmap in_axes must be an int, None or a tuple with one entry per argument, not a dict")
+            else:
+                spec = (spec,) * npos
+            spec = spec + (None,) * (len(self._params) - npos)
+            fn = self._inner._with_defaults(npos) if self._inner is not None else self._fn
+            twins[npos] = VMapped(fn, spec, self.out_axes, self.axis_size, self.axis_name, self.method, self._jit)
+        return twins[npos]
 
     # --- derivatives of a call (reverse and forward mode meet a vmapped function) -----------
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..batching.api import place_batch_axis
+from ..subclasses import plain_leaves
 from ..tree import tree_flatten, tree_unflatten
 from .devices import Device, check_backend
 from .devices import devices as list_devices
@@ -249,6 +250,7 @@ class PMapped:
             leaves += flat
         axes = self._leaf_axes(args, treedefs)
         labels = _Labels(self._params, args)  # read only to say what is wrong
+        leaves = plain_leaves(leaves, lambda j: f"{labels[j]} of {self.__qualname__}")
         arrays, flags, sizes = [], [], []
         for j, (v, a) in enumerate(zip(leaves, axes)):
             if a is None:

@@ -2810,3 +2810,136 @@ def _ov_cumprod_jvp(t, x, ans, axis=None):
         return result(out3, ans)
 
     return impl
+
+
+# --- linspace, traces, one number per matrix, solve's columns ---------------------------------
+# (Numba's np.linalg takes single matrices, and its np.linspace numbers: so do these)
+
+
+@register_jitable
+def _linspace_share(i, n, endpoint, at_stop):
+    """Point ``i``'s share of ``stop`` (``at_stop``) or of ``start`` in ``np.linspace(start, stop, n, endpoint)``."""
+    div = n - 1 if endpoint else n
+    w = i * (1.0 / div) if div > 0 else 0.0
+    if endpoint and n > 1 and i == n - 1:
+        w = 1.0
+    return w if at_stop else 1.0 - w
+
+
+def _require_linspace(fname: str, g: Any, x: Any) -> None:
+    if not (isinstance(g, types.Array) and g.ndim == 1 and _is_scalar(x)):
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, start and stop must be numbers (g a vector), got {g} and {x}")
+
+
+@overload(rt.linspace_grad)
+def _ov_linspace_grad(g, x, endpoint=True, at_stop=False):
+    _require_linspace("linspace_grad", g, x)
+
+    def impl(g, x, endpoint=True, at_stop=False):
+        n = g.shape[0]
+        total = 0.0
+        for i in range(n):
+            total += _linspace_share(i, n, endpoint, at_stop) * g[i]
+        return rt.unbroadcast(total, x)
+
+    return impl
+
+
+@overload(rt.linspace_spread)
+def _ov_linspace_spread(u, g, endpoint=True, at_stop=False):
+    _require_linspace("linspace_spread", g, u)
+    dt = _grad_dtype(g)
+
+    def impl(u, g, endpoint=True, at_stop=False):
+        n = g.shape[0]
+        out = np.empty(n, dt)
+        for i in range(n):
+            out[i] = _linspace_share(i, n, endpoint, at_stop) * u
+        return out
+
+    return impl
+
+
+@overload(rt.trace_grad)
+def _ov_trace_grad(g, x, offset=0, axis1=0, axis2=1):
+    if not (isinstance(x, types.Array) and x.ndim == 2 and _is_scalar(g)):
+        raise TypingError(f"srctrans.runtime.trace_grad: under jit, x must be a matrix (g a number), got {x} and {g}")
+    if not (_is_int(offset) and _is_int(axis1) and _is_int(axis2)):
+        raise TypingError("srctrans.runtime.trace_grad: offset, axis1 and axis2 must be ints")
+    dt = _grad_dtype(x)
+
+    def impl(g, x, offset=0, axis1=0, axis2=1):
+        a1, a2 = _norm_axis(axis1, 2), _norm_axis(axis2, 2)
+        if a1 == a2:
+            raise ValueError("axis1 and axis2 cannot be the same")
+        out = np.zeros(x.shape, dt)
+        r, c = max(-offset, 0), max(offset, 0)  # the diagonal's first element, along axis1 and axis2
+        n1, n2 = x.shape[a1], x.shape[a2]
+        i = 0
+        while r + i < n1 and c + i < n2:
+            if a1 == 0:
+                out[r + i, c + i] = g
+            else:
+                out[c + i, r + i] = g
+            i += 1
+        return out
+
+    return impl
+
+
+@overload(rt.scale_matrices)
+def _ov_scale_matrices(s, m):
+    if not isinstance(m, types.Array) or m.ndim < 2:
+        raise TypingError(f"srctrans.runtime.scale_matrices: m must be a matrix or a stack of them, got {m}")
+    if _is_scalar(s):
+        return lambda s, m: s * np.ascontiguousarray(m)
+    if isinstance(s, types.Array) and s.ndim + 2 == m.ndim:
+        return lambda s, m: np.ascontiguousarray(s).reshape(s.shape + (1, 1)) * m
+    raise TypingError(f"srctrans.runtime.scale_matrices: s must have one number per matrix of m, got {s} and {m}")
+
+
+@overload(rt.matrix_inner)
+def _ov_matrix_inner(a, b):
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim == 2 and b.ndim == 2):
+        raise TypingError(f"srctrans.runtime.matrix_inner: under jit, a and b must be matrices, got {a} and {b}")
+
+    def impl(a, b):
+        if a.shape != b.shape:
+            raise ValueError("srctrans.runtime.matrix_inner: a and b must have one shape")
+        return _total(a * b)
+
+    return impl
+
+
+@overload(rt.zeros_per_matrix)
+def _ov_zeros_per_matrix(x):
+    if not isinstance(x, types.Array) or x.ndim < 2:
+        raise TypingError(f"srctrans.runtime.zeros_per_matrix: x must be a matrix or a stack of them, got {x}")
+    if x.ndim == 2:
+        return lambda x: 0.0
+    dt = _grad_dtype(x)
+    return lambda x: np.zeros(x.shape[:-2], dt)
+
+
+@overload(rt.as_columns)
+def _ov_as_columns(v, b):
+    if _ndim(b) != 1:
+        return lambda v, b: v
+    if not isinstance(v, types.Array):
+        raise TypingError(f"srctrans.runtime.as_columns: v must be an array, got {v}")
+    return lambda v, b: np.ascontiguousarray(v).reshape(v.shape + (1,))
+
+
+@overload(rt.from_columns)
+def _ov_from_columns(m, b):
+    if _ndim(b) != 1:
+        return lambda m, b: m
+    if not isinstance(m, types.Array) or m.ndim < 1:
+        raise TypingError(f"srctrans.runtime.from_columns: m must be an array, got {m}")
+
+    def impl(m, b):
+        if m.shape[-1] != 1:
+            raise ValueError("srctrans.runtime.from_columns: m must be a stack of columns")
+        return np.ascontiguousarray(m).reshape(m.shape[:-1])
+
+    return impl

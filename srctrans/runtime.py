@@ -132,16 +132,49 @@ def std_grad(g, x, ans, axis=None, ddof=0, keepdims=False):
 
 
 def dot_grad_x(g, x, y):
-    """Adjoint of ``x`` in ``np.dot(x, y)`` / ``x @ y`` (scalars, 1-D and 2-D operands)."""
+    """Adjoint of ``x`` in ``np.dot(x, y)`` / ``x @ y``: numbers, vectors, matrices, and stacks of
+    matrices as ``@`` broadcasts them (see :func:`_stacked_product`)."""
     if np.ndim(x) == 0:
         return unbroadcast(np.sum(g * y), x)
     if np.ndim(y) == 0:
         return unbroadcast(g * y, x)
     if np.ndim(y) == 1:
         return unbroadcast(np.multiply.outer(g, y) if np.ndim(x) > 1 else g * y, x)
+    if np.ndim(y) > 2:  # a stack of matrices y: x's rows (or x itself) times each y.T
+        if np.ndim(x) == 1:
+            return unbroadcast(np.sum(y * np.expand_dims(g, -2), axis=tuple(range(np.ndim(y) - 2)) + (-1,)), x)
+        _stacked_product(g, x, y)
+        return unbroadcast(np.asarray(g) @ np.swapaxes(y, -1, -2), x)
     if np.ndim(x) == 1:
         return unbroadcast(np.dot(y, g), x)
     return unbroadcast(np.dot(g, np.transpose(y)), x)
+
+
+def _stacked_product(g, x, y) -> None:
+    """Refuse what :func:`dot_grad_x` and :func:`dot_grad_y` cannot differentiate right.
+
+    For a matrix (or stack) ``x`` and a stack of matrices ``y``, ``x @ y`` broadcasts the stacks
+    (``(..., p, n) @ (..., n, m) -> (..., p, m)``) while ``np.dot`` puts x's axes first
+    (``(p, n) . (s, n, m) -> (p, s, m)``); the helpers, given only the adjoint ``g``, follow ``@``
+    and raise when ``g``'s shape says ``np.dot``, or fits both.
+    """
+    g_shape, xs, ys = np.shape(g), np.shape(x), np.shape(y)
+    as_dot = xs[:-1] + ys[:-2] + ys[-1:]
+    try:
+        as_matmul = np.broadcast_shapes(xs[:-2], ys[:-2]) + (xs[-2], ys[-1])
+    except ValueError:
+        as_matmul = None
+    if g_shape == as_matmul and g_shape != as_dot:
+        return
+    if g_shape == as_dot and g_shape != as_matmul:
+        raise NotImplementedError(
+            f"np.dot of arrays of shapes {xs} and {ys} is not differentiated (a second operand of 3 or more "
+            "dimensions); write x @ y (np.matmul) or np.tensordot"
+        )
+    raise NotImplementedError(
+        f"srctrans cannot tell np.dot from x @ y for arrays of shapes {xs} and {ys} (both give shape {g_shape}); "
+        "write np.tensordot, or np.einsum, instead"
+    )
 
 
 def dot_grad_x_add(out, g, x, y):
@@ -154,13 +187,18 @@ def dot_grad_x_add(out, g, x, y):
 
 
 def dot_grad_y(g, x, y):
-    """Adjoint of ``y`` in ``np.dot(x, y)`` / ``x @ y`` (scalars, 1-D and 2-D operands)."""
+    """Adjoint of ``y`` in ``np.dot(x, y)`` / ``x @ y`` (operands as :func:`dot_grad_x` takes them)."""
     if np.ndim(y) == 0:
         return unbroadcast(np.sum(g * x), y)
     if np.ndim(x) == 0:
         return unbroadcast(g * x, y)
     if np.ndim(x) == 1:
-        return unbroadcast(np.multiply.outer(x, g) if np.ndim(y) > 1 else g * x, y)
+        if np.ndim(y) == 1:
+            return unbroadcast(g * x, y)
+        return unbroadcast(np.reshape(x, (-1, 1)) * np.expand_dims(g, -2), y)
+    if np.ndim(y) > 2:  # a stack of matrices y: each x.T times its part of g
+        _stacked_product(g, x, y)
+        return unbroadcast(np.swapaxes(x, -1, -2) @ np.asarray(g), y)
     lead = tuple(range(np.ndim(x) - 1))  # every axis of x but the last
     return unbroadcast(np.tensordot(x, g, axes=(lead, lead)), y)
 
@@ -271,8 +309,11 @@ def setitem_grad(g, index, v):
 
 
 def slogdet_grad(g, x):
-    """Adjoint of ``x`` in ``sign, logdet = np.linalg.slogdet(x)``: ``g`` is the pair of their adjoints."""
-    return g[1] * np.transpose(np.linalg.inv(x))
+    """Adjoint of ``x`` in ``sign, logdet = np.linalg.slogdet(x)``: ``g`` is the pair of their adjoints.
+
+    ``logdet``'s adjoint times ``inv(x).T``, matrix by matrix for a stack of matrices.
+    """
+    return scale_matrices(g[1], matrix_transpose(np.linalg.inv(x)))
 
 
 def split_grad(g, axis=0):
@@ -327,13 +368,39 @@ def ones_like(x):
     return 1.0
 
 
+def _linspace_shares(n, endpoint, at_stop):
+    """How much each of the ``n`` points of ``np.linspace(start, stop, n, endpoint)`` moves with
+    ``stop`` (``at_stop``) or with ``start``: ``i / div`` and ``1 - i / div``."""
+    w = np.linspace(0.0, 1.0, n, endpoint=endpoint)
+    return w if at_stop else 1.0 - w
+
+
+def linspace_grad(g, x, endpoint=True, at_stop=False):
+    """Adjoint of ``start`` (or of ``stop``, ``at_stop``) in ``np.linspace(start, stop, num, endpoint)``:
+    ``g``'s points weighted by their shares of it, summed along the first axis."""
+    g = np.asarray(g)
+    shares = _linspace_shares(g.shape[0], endpoint, at_stop)
+    return unbroadcast(np.tensordot(shares, g, axes=(0, 0)), x)
+
+
+def linspace_spread(u, g, endpoint=True, at_stop=False):
+    """``u`` spread over the points of a linspace shaped like ``g`` by their shares of ``start``
+    (of ``stop``, ``at_stop``): the transpose of :func:`linspace_grad`, whose ``g`` it gives."""
+    shares = _linspace_shares(np.shape(g)[0], endpoint, at_stop)
+    return unbroadcast(np.reshape(shares, (-1,) + (1,) * (np.ndim(g) - 1)) * np.asarray(u), g)
+
+
 def sum_to(h, g, axis=None, keepdims=False):
     """``h`` summed over ``axis`` into ``g``'s shape: the adjoint of ``g`` in ``sum_grad(g, x, axis, keepdims)``."""
     return unbroadcast(np.reshape(np.sum(h, axis=axis, keepdims=True), np.shape(g)), g)
 
 
 def dot(x, y):
-    """``np.dot(x, y)`` for the operands ``dot_grad_x``/``dot_grad_y`` take (the adjoint of their ``g``)."""
+    """``np.dot(x, y)`` for the operands ``dot_grad_x``/``dot_grad_y`` take (the adjoint of their
+    ``g``): ``x @ y`` where one is a stack of matrices, as those helpers read it."""
+    if np.ndim(x) > 2 or np.ndim(y) > 2:
+        if np.ndim(x) and np.ndim(y):
+            return np.matmul(x, y)
     return np.dot(x, y)
 
 
@@ -532,6 +599,13 @@ def diagonal_grad(g, x, offset=0, axis1=0, axis2=1):
     return out
 
 
+def trace_grad(g, x, offset=0, axis1=0, axis2=1):
+    """Adjoint of ``np.trace(x, offset, axis1, axis2)``: each element of ``g`` along its diagonal of zeros
+    (one matrix's trace, or one per matrix of a stack)."""
+    diagonal = np.diagonal(x, offset, axis1, axis2)
+    return diagonal_grad(np.broadcast_to(np.expand_dims(g, -1), diagonal.shape), x, offset, axis1, axis2)
+
+
 def moveaxis_grad(g, x, source, destination):
     """Adjoint of ``np.moveaxis(x, source, destination)``: the axes of ``g`` moved back."""
     return unbroadcast(np.moveaxis(g, destination, source), x)
@@ -580,13 +654,24 @@ def repeat_grad(g, x, repeats, axis=None):
     return unbroadcast(np.reshape(out, np.shape(x)), x)
 
 
-def pad_grad(g, x, pad_width, mode="constant"):
-    """Adjoint of ``np.pad(x, pad_width)`` in constant mode: the part of ``g`` over ``x``."""
+def _constant_mode(mode) -> None:
     if not (isinstance(mode, str) and mode == "constant"):
         raise NotImplementedError(f"np.pad is differentiated in 'constant' mode only, not {mode!r}")
+
+
+def pad_grad(g, x, pad_width, mode="constant"):
+    """Adjoint of ``np.pad(x, pad_width)`` in constant mode: the part of ``g`` over ``x``."""
+    _constant_mode(mode)
     before = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (np.ndim(x), 2))[:, 0]
     inside = tuple(slice(b, b + n) for b, n in zip(before, np.shape(x)))
     return unbroadcast(np.asarray(g)[inside], x)
+
+
+def pad_tangent(t, pad_width, mode="constant"):
+    """Tangent of ``np.pad(x, pad_width, mode)`` along ``t`` in constant mode: ``t`` padded with zeros
+    (the constant values do not move); the transpose of :func:`pad_grad`, which refuses the same modes."""
+    _constant_mode(mode)
+    return np.pad(t, pad_width)
 
 
 def sort_grad(g, x, axis=-1):
@@ -638,6 +723,38 @@ def solve_grad_a(g, a, b, ans):
         return unbroadcast(-gb * np.asarray(ans)[..., None, :], a)
     gb = np.linalg.solve(np.swapaxes(a, -1, -2), g)
     return unbroadcast(-(gb @ np.swapaxes(ans, -1, -2)), a)
+
+
+def as_columns(v, b):
+    """``v`` as a stack of columns where ``b`` is a vector (``v[..., None]``), else ``v`` itself: the
+    right-hand sides ``np.linalg.solve(a, b)`` reads (NumPy 2 reads a vector ``b`` as one column, for
+    every matrix of a stack ``a``). Its transpose is :func:`from_columns`."""
+    return np.expand_dims(v, -1) if np.ndim(b) == 1 else v
+
+
+def from_columns(m, b):
+    """``m[..., 0]`` where ``b`` is a vector, else ``m``: the inverse and transpose of :func:`as_columns`."""
+    return np.asarray(m)[..., 0] if np.ndim(b) == 1 else m
+
+
+def scale_matrices(s, m):
+    """Each matrix of ``m`` times its number in ``s`` (``s[..., None, None] * m``; ``s * m`` for one
+    matrix): a determinant's adjoint. Its transpose in ``s`` is :func:`matrix_inner`."""
+    return np.expand_dims(s, (-2, -1)) * m
+
+
+def matrix_inner(a, b):
+    """``np.sum(a * b)`` over the last two axes: ``trace(a.T @ b)`` for one pair of matrices, one
+    number per pair for stacks."""
+    return np.sum(np.asarray(a) * b, axis=(-2, -1))
+
+
+def zeros_per_matrix(x):
+    """Zeros shaped like ``x`` without its last two axes: 0.0 for a matrix (the tangent of a
+    determinant's sign)."""
+    if np.ndim(x) <= 2:
+        return 0.0
+    return np.zeros(np.shape(x)[:-2], dtype=_grad_dtype(np.asarray(x)))
 
 
 def _lower_half_diagonal(m):

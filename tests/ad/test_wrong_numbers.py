@@ -1,0 +1,81 @@
+"""Gradients that once came back silently wrong (issue 20), each against numbers worked out apart.
+
+- ``np.linspace(x, y, n)`` differentiated with respect to its endpoints gave zeros;
+- ``np.linalg.inv`` and ``np.linalg.det`` of a stack of matrices transposed the whole stack.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srctrans
+
+RNG = np.random.default_rng(20)
+STACK = RNG.standard_normal((4, 4, 4)) + 3.0 * np.eye(4)  # four well-conditioned matrices
+W = RNG.standard_normal((4, 4, 4))
+POINTS = np.array([0.3, -1.2, 0.7, 2.0, -0.4])
+
+
+def central(f, x, h=1e-6):
+    """Every partial derivative of ``f`` at ``x`` (an array), by central differences."""
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        grad[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return grad
+
+
+def linspace_sum(x, y):
+    return np.sum(np.linspace(x, y, 5) * POINTS)
+
+
+def linspace_open(x, y):
+    return np.sum(np.linspace(x, y, 5, endpoint=False) ** 2)
+
+
+def test_linspace_endpoints_have_gradients():
+    share = np.linspace(0.0, 1.0, 5)  # each point is x (1 - share) + y share
+    gx, gy = srctrans.grad(linspace_sum, argnums=(0, 1))(1.0, 2.0)
+    assert gx == pytest.approx(np.sum(POINTS * (1.0 - share)))
+    assert gy == pytest.approx(np.sum(POINTS * share))
+    _, tangent = srctrans.jvp(linspace_sum, (1.0, 2.0), (1.0, 0.5))
+    assert tangent == pytest.approx(gx + 0.5 * gy)
+    srctrans.check_grads(linspace_open, (0.4, -1.3), order=2, modes=("fwd", "rev"))
+
+
+def test_linspace_endpoints_compiled():
+    got = srctrans.jit(srctrans.grad(linspace_sum, argnums=(0, 1)))(1.0, 2.0)
+    want = srctrans.grad(linspace_sum, argnums=(0, 1))(1.0, 2.0)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def inv_stack(a):
+    return np.sum(np.linalg.inv(a) * W)
+
+
+def det_stack(a):
+    return np.sum(np.linalg.det(a) * np.array([0.5, -1.0, 2.0, 0.25]))
+
+
+def slogdet_stack(a):
+    sign, logdet = np.linalg.slogdet(a)
+    return np.sum(logdet * np.array([0.5, -1.0, 2.0, 0.25]) + sign)
+
+
+@pytest.mark.parametrize("f", [inv_stack, det_stack, slogdet_stack])
+def test_linalg_of_a_stack_of_matrices(f):
+    np.testing.assert_allclose(srctrans.grad(f)(STACK), central(f, STACK), rtol=1e-6, atol=1e-6)
+    srctrans.check_grads(f, (STACK,), order=2, modes=("fwd", "rev"))
+
+
+@pytest.mark.parametrize("f", [inv_stack, det_stack])
+def test_linalg_of_a_stack_under_jit_is_refused_or_right(f):
+    try:
+        got = srctrans.jit(srctrans.grad(f))(STACK)
+    except srctrans.SrcTransError as err:  # Numba's np.linalg takes one matrix: refused at the user's line
+        assert "test_wrong_numbers.py" in str(err)
+    else:
+        np.testing.assert_allclose(got, srctrans.grad(f)(STACK), rtol=1e-10)
+

@@ -1164,6 +1164,16 @@ def _check_elementwise(fname: str, *args: Any) -> None:
             raise TypingError(f"srctrans.runtime.{fname}: expected numbers or arrays, got {t}")
 
 
+def _mask_dt(*ts: Any) -> np.dtype:
+    """The dtype of a 0/1 mask (exact in any float type): float32 where an operand is float32, so
+    that it never makes a float32 adjoint float64; else float64."""
+    for t in ts:
+        dt = t.dtype if isinstance(t, types.Array) else t
+        if dt == types.float32:
+            return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
 def _mask(fname: str, op: str):
     @overload(getattr(rt, fname))
     def _ov(x, y):
@@ -1172,9 +1182,10 @@ def _mask(fname: str, op: str):
             if op == "ge":
                 return lambda x, y: 1.0 if x >= y else 0.0
             return lambda x, y: 1.0 if x <= y else 0.0
+        dt = _mask_dt(x, y)
         if op == "ge":
-            return lambda x, y: (x >= y).astype(np.float64)
-        return lambda x, y: (x <= y).astype(np.float64)
+            return lambda x, y: (x >= y).astype(dt)
+        return lambda x, y: (x <= y).astype(dt)
 
     return _ov
 
@@ -1195,13 +1206,14 @@ def _ov_inside_mask(x, lo, hi):
         if no_hi:
             return lambda x, lo, hi: 1.0 if x >= lo else 0.0
         return lambda x, lo, hi: 1.0 if (x >= lo and x <= hi) else 0.0
+    dt = _mask_dt(x)
     if no_lo and no_hi:
-        return lambda x, lo, hi: np.ones(np.shape(x), np.float64)
+        return lambda x, lo, hi: np.ones(np.shape(x), dt)
     if no_lo:
-        return lambda x, lo, hi: (x <= hi).astype(np.float64)
+        return lambda x, lo, hi: (x <= hi).astype(dt)
     if no_hi:
-        return lambda x, lo, hi: (x >= lo).astype(np.float64)
-    return lambda x, lo, hi: ((x >= lo) & (x <= hi)).astype(np.float64)
+        return lambda x, lo, hi: (x >= lo).astype(dt)
+    return lambda x, lo, hi: ((x >= lo) & (x <= hi)).astype(dt)
 
 
 @overload(rt.xlogy)
@@ -1256,7 +1268,7 @@ def _real_unary(name: str, scalar, keep_float32: bool = False) -> None:
         return impl
 
 
-_real_unary("sinc_grad", _sinc_grad1)
+_real_unary("sinc_grad", _sinc_grad1, keep_float32=True)
 
 
 @register_jitable
@@ -1468,7 +1480,7 @@ def _sinc_grad2_1(x):
     return ((2.0 - p * p) * np.sin(p) - 2.0 * p * np.cos(p)) / (p * p * p) * (np.pi * np.pi)
 
 
-_real_unary("sinc_grad2", _sinc_grad2_1)
+_real_unary("sinc_grad2", _sinc_grad2_1, keep_float32=True)
 
 
 @register_jitable
@@ -1500,7 +1512,7 @@ def _trigamma1(x):
     return r + sign * t
 
 
-_real_unary("trigamma", _trigamma1)  # float64, as scipy's polygamma(1, x)
+_real_unary("trigamma", _trigamma1, keep_float32=True)  # computed in float64, as scipy's polygamma(1, x)
 
 
 @register_jitable
@@ -2519,9 +2531,10 @@ def _ov_polygamma(n, x):
         raise TypingError("srctrans.runtime.polygamma: complex arguments are not supported under jit")
     if _is_scalar(x):
         return lambda n, x: _polygamma1(n, float(x))
+    dt = np.dtype(np.float32) if x.dtype == types.float32 else np.dtype(np.float64)  # (float32 stays float32)
 
     def impl(n, x):
-        out = np.empty(x.shape, np.float64)
+        out = np.empty(x.shape, dt)
         of = out.reshape(out.size)
         i = 0
         for v in x.flat:
@@ -2544,9 +2557,10 @@ def _ov_sinc_derivative(n, x):
         raise TypingError("srctrans.runtime.sinc_derivative: complex arguments are not supported under jit")
     if _is_scalar(x):
         return lambda n, x: _sinc_derivative1(n, np.pi * float(x)) * np.pi**n
+    dt = np.dtype(np.float32) if x.dtype == types.float32 else np.dtype(np.float64)  # (float32 stays float32)
 
     def impl(n, x):
-        out = np.empty(x.shape, np.float64)
+        out = np.empty(x.shape, dt)
         of = out.reshape(out.size)
         scale = np.pi**n
         i = 0

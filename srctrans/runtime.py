@@ -318,7 +318,7 @@ def slogdet_grad(g, x):
 
 def split_grad(g, axis=0):
     """Adjoint of ``x`` in ``np.split(x, ...)``: the pieces' adjoints ``g``, put back together."""
-    return np.concatenate([np.asarray(piece, dtype=float) for piece in g], axis=axis)
+    return np.concatenate([np.asarray(piece, dtype=np.result_type(piece, 1.0)) for piece in g], axis=axis)
 
 
 def xlogy(a, b):
@@ -326,26 +326,34 @@ def xlogy(a, b):
     return np.where(np.asarray(a) == 0, 0.0, a * np.log(np.where(np.asarray(a) == 0, 1.0, b)))
 
 
+def _mask_dtype(*values) -> np.dtype:
+    """The dtype of a 0/1 mask (exact in any float type) multiplying adjoints of ``values``: their
+    narrowest float, so that it never widens a float32 adjoint; float64 when none is a float."""
+    floats = [d for d in (np.asarray(v).dtype for v in values if v is not None) if d.kind == "f"]
+    return min(floats, key=lambda d: d.itemsize) if floats else np.dtype(np.float64)
+
+
 def ge_mask(x, y):
-    return np.asarray(np.asarray(x) >= np.asarray(y), dtype=np.float64)
+    return np.asarray(np.asarray(x) >= np.asarray(y), dtype=_mask_dtype(x, y))
 
 
 def le_mask(x, y):
-    return np.asarray(np.asarray(x) <= np.asarray(y), dtype=np.float64)
+    return np.asarray(np.asarray(x) <= np.asarray(y), dtype=_mask_dtype(x, y))
 
 
 def inside_mask(x, lo, hi):
+    """1 where ``lo <= x <= hi`` (np.clip passes ``x`` through), else 0."""
     x = np.asarray(x)
     inside = np.ones(x.shape, dtype=bool)
     if lo is not None:
         inside &= x >= lo
     if hi is not None:
         inside &= x <= hi
-    return inside.astype(np.float64)
+    return inside.astype(_mask_dtype(x))
 
 
 def sinc_grad(x):
-    px = np.pi * np.asarray(x, dtype=np.float64)
+    px = np.pi * np.asarray(x, dtype=np.result_type(x, 1.0))
     safe = np.where(px == 0, 1.0, px)
     return np.where(px == 0, 0.0, (np.cos(safe) * safe - np.sin(safe)) / (safe * safe) * np.pi)
 
@@ -437,14 +445,20 @@ def sinc_grad2(x):
     s = np.where(small, 1.0, p)
     closed = ((2.0 - s * s) * np.sin(s) - 2.0 * s * np.cos(s)) / (s * s * s)
     series = -1.0 / 3.0 + p * p * (1.0 / 10.0 - p * p / 168.0)
-    return np.where(small, series, closed) * (np.pi * np.pi)
+    return _in_dtype_of(np.where(small, series, closed) * (np.pi * np.pi), x)
+
+
+def _in_dtype_of(out, x):
+    """``out``, computed in float64, in ``x``'s float dtype (float32 stays float32)."""
+    dtype = np.result_type(x, 1.0)
+    return out.astype(dtype) if isinstance(out, np.ndarray) and out.dtype != dtype else out
 
 
 def trigamma(x):
     """``polygamma(1, x)``: the derivative of ``digamma``."""
     from scipy.special import polygamma
 
-    return polygamma(1, x)
+    return _in_dtype_of(polygamma(1, x), x)
 
 
 def take_sorted(u, x, axis=-1):
@@ -619,7 +633,7 @@ def flip_grad(g, x, axis=None):
 def diff_grad(g, x, n=1, axis=-1):
     """Adjoint of ``np.diff(x, n, axis)``: ``y[j] = x[j + 1] - x[j]`` sends ``g[j]`` to
     ``x[j + 1]`` and ``-g[j]`` to ``x[j]``, ``n`` times over."""
-    g = np.asarray(g, dtype=np.result_type(np.asarray(x).dtype, np.float64))
+    g = np.asarray(g, dtype=_grad_dtype(np.asarray(x)))
     for _ in range(n):
         edge = list(g.shape)
         edge[axis] = 1
@@ -740,6 +754,8 @@ def from_columns(m, b):
 def scale_matrices(s, m):
     """Each matrix of ``m`` times its number in ``s`` (``s[..., None, None] * m``; ``s * m`` for one
     matrix): a determinant's adjoint. Its transpose in ``s`` is :func:`matrix_inner`."""
+    if np.ndim(s) == 0:
+        return s * m  # (a Python number stays weak: float32 matrices stay float32)
     return np.expand_dims(s, (-2, -1)) * m
 
 
@@ -759,7 +775,7 @@ def zeros_per_matrix(x):
 
 def _lower_half_diagonal(m):
     """The lower triangle of ``m`` with its diagonal halved."""
-    return np.tril(m) - 0.5 * m * np.eye(np.shape(m)[-1])
+    return np.tril(m) - 0.5 * m * np.eye(np.shape(m)[-1], dtype=np.result_type(m, 1.0))
 
 
 def cholesky_grad(g, x, ans):
@@ -924,7 +940,7 @@ def polygamma(n, x):
     from scipy.special import polygamma as _polygamma
 
     out = _polygamma(n, x)
-    return out if np.ndim(out) else float(out)
+    return _in_dtype_of(out, x) if np.ndim(out) else float(out)
 
 
 def _sinc_derivative1(n, p):
@@ -954,7 +970,7 @@ def sinc_derivative(n, x):
     """The ``n``-th derivative of ``np.sinc`` (``n >= 1``): a series near 0, where the closed form cancels."""
     p = np.pi * np.asarray(x, dtype=np.float64)
     out = np.vectorize(lambda v: _sinc_derivative1(int(n), float(v)), otypes=[np.float64])(p) * np.pi**n
-    return out if out.ndim else float(out)
+    return _in_dtype_of(out, x) if out.ndim else float(out)
 
 
 def prod_grad3(v, u, g, x, axis=None, keepdims=False):

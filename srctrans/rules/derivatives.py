@@ -309,7 +309,7 @@ DERIVATIVES: dict[str, Rule] = {
     "ndarray.copy": vjp("x", jvp=LINEAR, x="{g}"),
     "ndarray.ravel": vjp("x", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
     "ndarray.flatten": vjp("x", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),  # (a copy)
-    "ndarray.astype": vjp("x, dtype", jvp=LINEAR, x="{g}"),
+    "ndarray.astype": vjp("x, dtype", jvp=LINEAR, x="rt.unbroadcast({g}, {x})"),  # back in x's dtype
     "ndarray.transpose": vjp("x, *axes", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
     "getitem": vjp("x, index", jvp=LINEAR, accumulate=dict(x="rt.getitem_grad_add({sink}, {g}, {index})"), x="rt.getitem_grad({g}, {x}, {index})"),
     # JAX's functional updates, x.at[index].set(v) / .add(v) / .multiply(v) (desugared into these)

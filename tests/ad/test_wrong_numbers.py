@@ -1,7 +1,8 @@
 """Gradients that once came back silently wrong (issue 20), each against numbers worked out apart.
 
 - ``np.linspace(x, y, n)`` differentiated with respect to its endpoints gave zeros;
-- ``np.linalg.inv`` and ``np.linalg.det`` of a stack of matrices transposed the whole stack.
+- ``np.linalg.inv`` and ``np.linalg.det`` of a stack of matrices transposed the whole stack;
+- a float32 argument cast inside the function got a float64 gradient.
 """
 
 from __future__ import annotations
@@ -79,3 +80,31 @@ def test_linalg_of_a_stack_under_jit_is_refused_or_right(f):
     else:
         np.testing.assert_allclose(got, srctrans.grad(f)(STACK), rtol=1e-10)
 
+
+def cast_inside(x):
+    return np.sum(np.sin(x.astype("float64")))
+
+
+def test_float32_argument_gets_a_float32_gradient():
+    x = np.array([0.1, 0.5, -2.0], dtype=np.float32)
+    g = srctrans.grad(cast_inside)(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, np.cos(x.astype(np.float64)), rtol=1e-6)
+    assert srctrans.jit(srctrans.grad(cast_inside))(x).dtype == np.float32
+    out, vjp_fn = srctrans.vjp(cast_inside, x)
+    (ct,) = vjp_fn(1.0)
+    assert ct.dtype == np.float32
+    primal, tangent = srctrans.jvp(cast_inside, (x,), (np.ones(3, np.float32),))
+    assert np.asarray(tangent).dtype == np.asarray(primal).dtype == np.float64  # the output's dtype, as in JAX
+
+
+def mixed_precision(x, w):
+    return np.sum(x * w)  # float32 times float64: computed in float64
+
+
+def test_a_gradient_has_its_arguments_dtype_whatever_the_computation_promoted_to():
+    x, w = np.ones(3, np.float32), np.arange(3.0)
+    gx, gw = srctrans.grad(mixed_precision, argnums=(0, 1))(x, w)
+    assert (gx.dtype, gw.dtype) == (np.float32, np.float64)
+    gx = srctrans.grad(mixed_precision)(np.float32(2.0), 3.0)
+    assert type(gx) is np.float32 and gx == 3.0

@@ -43,6 +43,12 @@ def _slogdet_spec(x):
     return logdet * 2.0 + sign
 
 
+def _astype_round_trip(x):
+    """float32 in float32 out: x's adjoint is float32, whatever the float64 inside (float64 in: float64)."""
+    y = np.sin(x.astype(np.float64))
+    return y.astype(x.dtype)
+
+
 def _split_spec(x):
     a, b = np.split(x, 2, axis=1)
     return a * a + 2.0 * b
@@ -66,8 +72,14 @@ SPECS = {
     "numpy.float_power": [(lambda x, y: np.float_power(x, y), (lambda r: pos(r, 3), lambda r: normal(r, 3)))],
     "numpy.floor_divide": [(lambda x, y: x * np.floor_divide(x, y), (lambda r: r.uniform(2.2, 2.7, 3), lambda r: r.uniform(1.0, 1.05, 3)))],
     "numpy.remainder": [(lambda x, y: np.remainder(x, y) * x, (lambda r: r.uniform(2.2, 2.7, 3), lambda r: r.uniform(1.0, 1.05, 3)))],
-    "numpy.maximum": [(lambda x, y: np.maximum(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4)))],
-    "numpy.minimum": [(lambda x, y: np.minimum(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4)))],
+    "numpy.maximum": [
+        (lambda x, y: np.maximum(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
+        (lambda x: np.maximum(x, 0.1) * x, (lambda r: normal(r, 5),)),  # a Python float: float32 stays float32
+    ],
+    "numpy.minimum": [
+        (lambda x, y: np.minimum(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
+        (lambda x: np.minimum(0.1, x) * x, (lambda r: normal(r, 5),)),
+    ],
     "numpy.fmax": [(lambda x, y: np.fmax(x, y), (lambda r: normal(r, 5), lambda r: normal(r, 5)))],
     "numpy.fmin": [(lambda x, y: np.fmin(x, y), (lambda r: normal(r, 5), lambda r: normal(r, 5)))],
     "numpy.hypot": [(lambda x, y: np.hypot(x, y), (lambda r: normal(r, 3), lambda r: normal(r, 3)))],
@@ -312,7 +324,10 @@ SPECS = {
     "ndarray.copy": [(lambda x: x.copy() * x, (lambda r: normal(r, 4),))],
     "ndarray.ravel": [(lambda x: x.ravel() * 2.0, (lambda r: normal(r, 2, 2),))],
     "ndarray.flatten": [(lambda x: x.flatten() * B, (lambda r: normal(r, 2, 2),))],
-    "ndarray.astype": [(lambda x: x.astype(np.float64) * x, (lambda r: normal(r, 3),))],
+    "ndarray.astype": [
+        (lambda x: x.astype(np.float64) * x, (lambda r: normal(r, 3),)),
+        (_astype_round_trip, (lambda r: normal(r, 3),)),
+    ],
     "getitem": [
         (lambda x: x[1:, 0] * x[0, 1], (lambda r: normal(r, 3, 4),)),
         (lambda x: x[np.array([0, 0, 2])] * 2.0, (lambda r: normal(r, 4),)),

@@ -1,7 +1,12 @@
 """Every derivative rule, checked against central differences along random directions.
 
 One spec per table entry (``specs.py``); a test asserts the table and the specs
-agree, and a planted wrong rule must be caught.
+agree, and a planted wrong rule must be caught. (Forward mode: tests/forward/test_rules_forward.py.)
+
+In float32 too: the adjoint file's cotangents and the tangent file's tangents, computed from
+float32 arguments, have the dtypes of what they belong to (float32 in, float32 out: no silent
+float64) and the values the float64 files (checked against central differences) give at the
+same point, to float32 precision.
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ import numpy as np
 import pytest
 
 import srctrans
+from srctrans.nesting import tangent_function, vjp_function
 from srctrans.rules import derivatives
 from srctrans.rules.derivatives import DERIVATIVES, elementwise
+from srctrans.tree import tree_flatten, tree_map
 
 from .specs import SPECS
 
@@ -73,3 +80,82 @@ def test_a_planted_wrong_rule_is_caught(monkeypatch):
     monkeypatch.setitem(derivatives.DERIVATIVES, "numpy.sin", elementwise("-np.cos({x})"))
     with pytest.raises(AssertionError, match="reverse mode"):
         srctrans.check_grads(fn, args, order=1, modes=("rev",))
+
+
+def test_a_rule_that_widens_float32_is_caught(monkeypatch):
+    """astype's adjoint as it was ({g}: float64 for a float32 x cast to float64)."""
+    key = "ndarray.astype"
+    i = next(i for i, (fn, _) in enumerate(SPECS[key]) if fn.__name__ == "_astype_round_trip")
+    fn, makers = SPECS[key][i]
+    monkeypatch.setitem(derivatives.DERIVATIVES, key, derivatives.vjp("x, dtype", jvp=derivatives.LINEAR, x="{g}"))
+    with pytest.raises(AssertionError, match="cotangent of argument 0: float64"):
+        check_float32(fn, _args(key, i, makers))
+
+
+def _float32(value):
+    return value.astype(np.float32) if isinstance(value, np.ndarray) and value.dtype == np.float64 else value
+
+
+def _float64(value):
+    return value.astype(np.float64) if isinstance(value, np.ndarray) and value.dtype == np.float32 else value
+
+
+def _random_like(rng, value):
+    if isinstance(value, np.ndarray):
+        return rng.standard_normal(value.shape).astype(value.dtype)
+    return float(rng.standard_normal())
+
+
+def _leaves(tree) -> list:
+    return tree_flatten(tree)[0]
+
+
+def _close_in_float32(got, want, what: str) -> None:
+    for g, w in zip(_leaves(got), _leaves(want)):
+        w = np.asarray(w, dtype=np.float64)
+        scale = 1.0 + float(np.max(np.abs(w), initial=0.0))
+        np.testing.assert_allclose(np.asarray(g, dtype=np.float64), w, rtol=2e-3, atol=2e-3 * scale, err_msg=what)
+
+
+def _inexact_dtype(value):
+    dtype = np.asarray(value).dtype
+    return dtype if dtype.kind in "fc" else None
+
+
+def check_float32(fn, args) -> None:
+    """The adjoint and tangent files of ``fn`` at float32 arrays ``args``: dtypes, and values against float64."""
+    args32 = tuple(_float32(a) for a in args)
+    args64 = tuple(_float64(a) for a in args32)  # the same point
+    rng = np.random.default_rng(32)
+    out32 = fn(*args32)
+    single_precision = all(_inexact_dtype(v) is None or _inexact_dtype(v) == np.float32 for v in _leaves(out32))
+    # reverse: one cotangent per argument, in the argument's dtype where nothing promoted the output
+    ct32 = tree_map(lambda v: _random_like(rng, v) if _inexact_dtype(v) is not None else 0.0, out32)
+    adjoint = vjp_function(fn, len(args))
+    got = adjoint(*args32, ct32)
+    want = adjoint(*args64, tree_map(_float64, ct32))
+    got, want = (got, want) if len(args) > 1 else ((got,), (want,))
+    for k, (a, g) in enumerate(zip(args32, got)):
+        if isinstance(a, np.ndarray) and a.dtype == np.float32 and single_precision:
+            assert np.asarray(g).dtype == np.float32, f"cotangent of argument {k}: {np.asarray(g).dtype}, the argument float32"
+    _close_in_float32(got, want, "cotangents in float32 against float64")
+    # forward: the tangent of each output in that output's dtype (a Python float, weak, for a number)
+    tangents = tuple(_random_like(rng, a) for a in args32)
+    out, t_out = tangent_function(fn, len(args))(*args32, *tangents)
+    for k, (v, t) in enumerate(zip(_leaves(out), _leaves(t_out))):
+        if _inexact_dtype(v) is not None and type(t) is not float:
+            assert np.asarray(t).dtype == np.asarray(v).dtype, f"tangent of output {k}: {np.asarray(t).dtype}, the output {np.asarray(v).dtype}"
+    _, t_want = tangent_function(fn, len(args))(*args64, *(_float64(t) for t in tangents))
+    _close_in_float32(t_out, t_want, "tangents in float32 against float64")
+
+
+# functions that read their argument's dtype: another function in float32
+F32_OTHER_FUNCTION = {"ndarray.dtype"}
+F32_CASES = [
+    c for c in CASES if c[0] not in F32_OTHER_FUNCTION and any(isinstance(a, np.ndarray) for a in _args(c[0], c[1], c[3]))
+]
+
+
+@pytest.mark.parametrize("key,i,fn,makers", F32_CASES, ids=[f"{c[0]}-{c[1]}" for c in F32_CASES])
+def test_rule_in_float32(key, i, fn, makers):
+    check_float32(fn, _args(key, i, makers))

@@ -317,6 +317,7 @@ RUNTIME_SPECS = {
     "srctrans.runtime.einsum": [
         (lambda x, y: rt.einsum("ij,jk->ik", x, y, None), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
         (lambda x: rt.einsum("ii->i", x, None, None) * x[0], (lambda r: normal(r, 3, 3),)),
+        (lambda x, y, z: rt.einsum("ij,j,k", x, y, z), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4), lambda r: normal(r, 2))),
     ],
     "srctrans.runtime.einsum_grad_x": [
         (lambda g, x, y: rt.einsum_grad_x("ij,jk->ik", g, x, y, None), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
@@ -399,6 +400,7 @@ RUNTIME_SPECS = {
     "srctrans.runtime.as_columns": [
         (lambda v, b: rt.as_columns(v, b), (lambda r: normal(r, 2, 3), lambda r: normal(r, 3))),
         (lambda v, b: rt.as_columns(v, b), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 2))),
+        (lambda v, b: rt.as_columns(v, b) * v[0, 0, 0], (lambda r: normal(r, 2, 2, 3), lambda r: normal(r, 3))),
     ],
     "srctrans.runtime.from_columns": [
         (lambda m, b: rt.from_columns(m, b), (lambda r: normal(r, 2, 3, 1), lambda r: normal(r, 3))),

@@ -1100,7 +1100,7 @@ def _ov_at_multiply(x, index, v):
 def _ov_slogdet_grad(g, x):
     if not isinstance(g, types.BaseTuple) or len(g.types) != 2:
         raise TypingError(f"srctrans.runtime.slogdet_grad: g must be the pair (sign, logdet) adjoints, got {g}")
-    return lambda g, x: g[1] * np.ascontiguousarray(np.linalg.inv(x).T)
+    return lambda g, x: rt.scale_matrices(g[1], rt.matrix_transpose(np.linalg.inv(x)))
 
 
 @overload(rt.split_grad)
@@ -2314,8 +2314,18 @@ def _check_solve(fname: str, g: Any, a: Any, b: Any) -> None:
         raise TypingError(f"srctrans.runtime.{fname}: g must be an array shaped like b, got {g}")
 
 
+def _stacked_solve(a: Any, b: Any, g: Any) -> bool:
+    """A stack of matrices a (b a vector or a matrix for every one of them, or a stack like a)."""
+    return (
+        isinstance(a, types.Array) and a.ndim > 2 and isinstance(b, types.Array) and b.ndim in (1, 2, a.ndim)
+        and isinstance(g, types.Array)
+    )
+
+
 @overload(rt.solve_grad_b)
 def _ov_solve_grad_b(g, a, b):
+    if _stacked_solve(a, b, g):  # what srctrans.runtime does, with the stacked np.linalg.solve of overloads.py
+        return lambda g, a, b: rt.unbroadcast(rt.from_columns(np.linalg.solve(rt.matrix_transpose(a), rt.as_columns(g, b)), b), b)
     _check_solve("solve_grad_b", g, a, b)
     c = _inexact(g, a)
 
@@ -2328,6 +2338,13 @@ def _ov_solve_grad_b(g, a, b):
 
 @overload(rt.solve_grad_a)
 def _ov_solve_grad_a(g, a, b, ans):
+    if _stacked_solve(a, b, g):
+
+        def stacked(g, a, b, ans):
+            gb = np.linalg.solve(rt.matrix_transpose(a), rt.as_columns(g, b))
+            return rt.unbroadcast(-(gb @ rt.matrix_transpose(rt.as_columns(ans, b))), a)
+
+        return stacked
     _check_solve("solve_grad_a", g, a, b)
     c = _inexact(g, a, ans)
     if b.ndim == 1:
@@ -2677,9 +2694,12 @@ def _half_tril_of(m, mode):
 
 @overload(rt.matrix_transpose)
 def _ov_matrix_transpose(x):
-    if not isinstance(x, types.Array) or x.ndim != 2:
-        raise TypingError(f"srctrans.runtime.matrix_transpose: under jit, x must be a matrix, got {x}")
-    return lambda x: np.ascontiguousarray(x.T)  # a C array, as an adjoint must be
+    if not isinstance(x, types.Array) or x.ndim < 2:
+        raise TypingError(f"srctrans.runtime.matrix_transpose: x must be a matrix or a stack of them, got {x}")
+    if x.ndim == 2:
+        return lambda x: np.ascontiguousarray(x.T)  # a C array, as an adjoint must be
+    axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return lambda x: np.ascontiguousarray(x.transpose(axes))
 
 
 @overload(rt.half_tril)
@@ -2914,15 +2934,29 @@ def _ov_scale_matrices(s, m):
 
 @overload(rt.matrix_inner)
 def _ov_matrix_inner(a, b):
-    if not (isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim == 2 and b.ndim == 2):
-        raise TypingError(f"srctrans.runtime.matrix_inner: under jit, a and b must be matrices, got {a} and {b}")
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim == b.ndim and a.ndim >= 2):
+        raise TypingError(f"srctrans.runtime.matrix_inner: under jit, a and b must be matrices or stacks of one shape, got {a} and {b}")
+    if a.ndim == 2:
 
-    def impl(a, b):
+        def impl(a, b):
+            if a.shape != b.shape:
+                raise ValueError("srctrans.runtime.matrix_inner: a and b must have one shape")
+            return _total(a * b)
+
+        return impl
+
+    def impl_stack(a, b):
         if a.shape != b.shape:
             raise ValueError("srctrans.runtime.matrix_inner: a and b must have one shape")
-        return _total(a * b)
+        p = np.ascontiguousarray(a * b)
+        per = p.shape[-2] * p.shape[-1]
+        flat = p.reshape((p.size // per if per else 0, per))
+        out = np.empty(flat.shape[0], flat.dtype)
+        for i in range(flat.shape[0]):
+            out[i] = _total(flat[i])
+        return out.reshape(a.shape[:-2])
 
-    return impl
+    return impl_stack
 
 
 @overload(rt.zeros_per_matrix)

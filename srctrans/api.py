@@ -380,8 +380,9 @@ class Jitted:
             spec, call_args = self._prepare(args, kwargs)
         return self._result(spec, self._run(spec, call_args))
 
-    def _result(self, spec: _Specialization, raw):
-        """What the caller gets from the generated function's return value (grad picks its part)."""
+    def _result(self, spec: _Specialization, raw, args: tuple | None = None, kwargs: dict | None = None):
+        """What the caller gets from the generated function's return value (grad picks its part,
+        in the dtypes of the call's arguments ``args``, ``kwargs`` when given)."""
         return spec.rebuild(raw)
 
     @staticmethod
@@ -594,7 +595,7 @@ class Grad(Jitted):
             spec, call_args = self._prepare(args, kwargs)
         return self._result(spec, self._run(spec, call_args), args, kwargs)
 
-    def _result(self, spec, raw, args: tuple = (), kwargs: dict | None = None):
+    def _result(self, spec, raw, args: tuple | None = None, kwargs: dict | None = None):
         if self._has_aux:
             out, aux, grads = raw
             value = (out, spec.rebuild_aux(aux))
@@ -602,7 +603,8 @@ class Grad(Jitted):
             out, grads = raw
             value = out
         grads = spec.group(grads)
-        grads = _in_primal_dtypes(grads, self._primals(args, kwargs or {}))
+        if args is not None:
+            grads = _in_primal_dtypes(grads, self._primals(args, kwargs or {}))
         if self._single:
             grads = grads[0]
         if self._with_value:

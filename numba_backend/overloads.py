@@ -15,7 +15,10 @@ under ``numba.njit``. It owns:
 - lists of arrays (``[a, b]`` or built with ``.append``) passed to ``np.stack``,
   ``np.concatenate``, ``np.hstack``, ``np.vstack`` and ``np.array``;
 - ``ufunc.at`` for ``np.add``, ``np.subtract``, ``np.multiply``, ``np.maximum``,
-  ``np.minimum`` (repeated indices accumulate).
+  ``np.minimum`` (repeated indices accumulate);
+- ``np.linalg.inv``, ``det``, ``slogdet`` and ``solve`` on stacks of matrices ``(..., n, n)``,
+  one matrix at a time (``solve``'s ``b``: a vector or a matrix for every matrix, or one stack
+  of the same leading shape).
 
 Numba tries the implementations it registered itself before these, so a call it already
 compiled keeps its old implementation; these are reached only where Numba's fail. An
@@ -1505,6 +1508,104 @@ def _ov_array_of_list(object, dtype=None):
         return lambda object, dtype=None: stack(object, 0)
     scalar = _dtype_arg(dtype, "np.array").type
     return lambda object, dtype=None: stack(object, 0).astype(scalar)
+
+
+# --- np.linalg on stacks of matrices: Numba's takes one matrix; these loop over a stack ---
+
+
+def _require_stack(a: Any, fname: str) -> bool:
+    """Whether ``a`` is a stack of float matrices (else None is returned: Numba's own, or its error)."""
+    return isinstance(a, types.Array) and a.ndim > 2 and isinstance(a.dtype, types.Float)
+
+
+@register_jitable
+def _matrices(a):
+    """A stack ``(..., m, n)`` as a C array ``(k, m, n)``."""
+    m, n = a.shape[-2], a.shape[-1]
+    k = 1
+    for i in range(a.ndim - 2):
+        k *= a.shape[i]
+    return np.ascontiguousarray(a).reshape((k, m, n))
+
+
+@overload(np.linalg.inv)
+def _ov_inv_stack(a):
+    if not _require_stack(a, "np.linalg.inv"):
+        return None
+
+    def impl(a):
+        a3 = _matrices(a)
+        out = np.empty(a3.shape, a3.dtype)
+        for i in range(a3.shape[0]):
+            out[i] = np.linalg.inv(a3[i])
+        return out.reshape(a.shape)
+
+    return impl
+
+
+@overload(np.linalg.det)
+def _ov_det_stack(a):
+    if not _require_stack(a, "np.linalg.det"):
+        return None
+
+    def impl(a):
+        a3 = _matrices(a)
+        out = np.empty(a3.shape[0], a3.dtype)
+        for i in range(a3.shape[0]):
+            out[i] = np.linalg.det(a3[i])
+        return out.reshape(a.shape[:-2])
+
+    return impl
+
+
+@overload(np.linalg.slogdet)
+def _ov_slogdet_stack(a):
+    if not _require_stack(a, "np.linalg.slogdet"):
+        return None
+
+    def impl(a):
+        a3 = _matrices(a)
+        sign = np.empty(a3.shape[0], a3.dtype)
+        logdet = np.empty(a3.shape[0], a3.dtype)
+        for i in range(a3.shape[0]):
+            sign[i], logdet[i] = np.linalg.slogdet(a3[i])
+        return sign.reshape(a.shape[:-2]), logdet.reshape(a.shape[:-2])
+
+    return impl
+
+
+@overload(np.linalg.solve)
+def _ov_solve_stack(a, b):
+    if not _require_stack(a, "np.linalg.solve"):
+        return None
+    if not (isinstance(b, types.Array) and isinstance(b.dtype, types.Float)):
+        raise TypingError(f"np.linalg.solve: b must be a float array, got {b}")
+    if b.ndim in (1, 2):  # one vector or one matrix for every matrix of a
+
+        def shared(a, b):
+            a3 = _matrices(a)
+            first = np.linalg.solve(a3[0], b)
+            out = np.empty((a3.shape[0],) + first.shape, first.dtype)
+            out[0] = first
+            for i in range(1, a3.shape[0]):
+                out[i] = np.linalg.solve(a3[i], b)
+            return out.reshape(a.shape[:-2] + first.shape)
+
+        return shared
+    if b.ndim == a.ndim:  # a stack of matrices b, one per matrix of a
+        dt = np.result_type(as_dtype(a.dtype), as_dtype(b.dtype))
+
+        def stacked(a, b):
+            if a.shape[:-2] != b.shape[:-2]:
+                raise ValueError("np.linalg.solve: under jit, a stack b must have a's leading shape")
+            a3, b3 = _matrices(a), _matrices(b)
+            out = np.empty(b3.shape, dt)
+            for i in range(a3.shape[0]):
+                out[i] = np.linalg.solve(a3[i], b3[i])
+            return out.reshape(b.shape)
+
+        return stacked
+    raise TypingError(f"np.linalg.solve: under jit, b must be a vector, a matrix or a stack like a, got {b}")
 
 
 # --- ufunc.at: unbuffered in-place ufunc at indices (repeated indices accumulate) ---

@@ -1100,7 +1100,7 @@ def _ov_at_multiply(x, index, v):
 def _ov_slogdet_grad(g, x):
     if not isinstance(g, types.BaseTuple) or len(g.types) != 2:
         raise TypingError(f"srctrans.runtime.slogdet_grad: g must be the pair (sign, logdet) adjoints, got {g}")
-    return lambda g, x: g[1] * np.ascontiguousarray(np.linalg.inv(x).T)
+    return lambda g, x: rt.scale_matrices(g[1], rt.matrix_transpose(np.linalg.inv(x)))
 
 
 @overload(rt.split_grad)
@@ -1164,6 +1164,16 @@ def _check_elementwise(fname: str, *args: Any) -> None:
             raise TypingError(f"srctrans.runtime.{fname}: expected numbers or arrays, got {t}")
 
 
+def _mask_dt(*ts: Any) -> np.dtype:
+    """The dtype of a 0/1 mask (exact in any float type): float32 where an operand is float32, so
+    that it never makes a float32 adjoint float64; else float64."""
+    for t in ts:
+        dt = t.dtype if isinstance(t, types.Array) else t
+        if dt == types.float32:
+            return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
 def _mask(fname: str, op: str):
     @overload(getattr(rt, fname))
     def _ov(x, y):
@@ -1172,9 +1182,10 @@ def _mask(fname: str, op: str):
             if op == "ge":
                 return lambda x, y: 1.0 if x >= y else 0.0
             return lambda x, y: 1.0 if x <= y else 0.0
+        dt = _mask_dt(x, y)
         if op == "ge":
-            return lambda x, y: (x >= y).astype(np.float64)
-        return lambda x, y: (x <= y).astype(np.float64)
+            return lambda x, y: (x >= y).astype(dt)
+        return lambda x, y: (x <= y).astype(dt)
 
     return _ov
 
@@ -1195,13 +1206,14 @@ def _ov_inside_mask(x, lo, hi):
         if no_hi:
             return lambda x, lo, hi: 1.0 if x >= lo else 0.0
         return lambda x, lo, hi: 1.0 if (x >= lo and x <= hi) else 0.0
+    dt = _mask_dt(x)
     if no_lo and no_hi:
-        return lambda x, lo, hi: np.ones(np.shape(x), np.float64)
+        return lambda x, lo, hi: np.ones(np.shape(x), dt)
     if no_lo:
-        return lambda x, lo, hi: (x <= hi).astype(np.float64)
+        return lambda x, lo, hi: (x <= hi).astype(dt)
     if no_hi:
-        return lambda x, lo, hi: (x >= lo).astype(np.float64)
-    return lambda x, lo, hi: ((x >= lo) & (x <= hi)).astype(np.float64)
+        return lambda x, lo, hi: (x >= lo).astype(dt)
+    return lambda x, lo, hi: ((x >= lo) & (x <= hi)).astype(dt)
 
 
 @overload(rt.xlogy)
@@ -1256,7 +1268,7 @@ def _real_unary(name: str, scalar, keep_float32: bool = False) -> None:
         return impl
 
 
-_real_unary("sinc_grad", _sinc_grad1)
+_real_unary("sinc_grad", _sinc_grad1, keep_float32=True)
 
 
 @register_jitable
@@ -1468,7 +1480,7 @@ def _sinc_grad2_1(x):
     return ((2.0 - p * p) * np.sin(p) - 2.0 * p * np.cos(p)) / (p * p * p) * (np.pi * np.pi)
 
 
-_real_unary("sinc_grad2", _sinc_grad2_1)
+_real_unary("sinc_grad2", _sinc_grad2_1, keep_float32=True)
 
 
 @register_jitable
@@ -1500,7 +1512,7 @@ def _trigamma1(x):
     return r + sign * t
 
 
-_real_unary("trigamma", _trigamma1)  # float64, as scipy's polygamma(1, x)
+_real_unary("trigamma", _trigamma1, keep_float32=True)  # computed in float64, as scipy's polygamma(1, x)
 
 
 @register_jitable
@@ -2302,8 +2314,18 @@ def _check_solve(fname: str, g: Any, a: Any, b: Any) -> None:
         raise TypingError(f"srctrans.runtime.{fname}: g must be an array shaped like b, got {g}")
 
 
+def _stacked_solve(a: Any, b: Any, g: Any) -> bool:
+    """A stack of matrices a (b a vector or a matrix for every one of them, or a stack like a)."""
+    return (
+        isinstance(a, types.Array) and a.ndim > 2 and isinstance(b, types.Array) and b.ndim in (1, 2, a.ndim)
+        and isinstance(g, types.Array)
+    )
+
+
 @overload(rt.solve_grad_b)
 def _ov_solve_grad_b(g, a, b):
+    if _stacked_solve(a, b, g):  # what srctrans.runtime does, with the stacked np.linalg.solve of overloads.py
+        return lambda g, a, b: rt.unbroadcast(rt.from_columns(np.linalg.solve(rt.matrix_transpose(a), rt.as_columns(g, b)), b), b)
     _check_solve("solve_grad_b", g, a, b)
     c = _inexact(g, a)
 
@@ -2316,6 +2338,13 @@ def _ov_solve_grad_b(g, a, b):
 
 @overload(rt.solve_grad_a)
 def _ov_solve_grad_a(g, a, b, ans):
+    if _stacked_solve(a, b, g):
+
+        def stacked(g, a, b, ans):
+            gb = np.linalg.solve(rt.matrix_transpose(a), rt.as_columns(g, b))
+            return rt.unbroadcast(-(gb @ rt.matrix_transpose(rt.as_columns(ans, b))), a)
+
+        return stacked
     _check_solve("solve_grad_a", g, a, b)
     c = _inexact(g, a, ans)
     if b.ndim == 1:
@@ -2519,9 +2548,10 @@ def _ov_polygamma(n, x):
         raise TypingError("srctrans.runtime.polygamma: complex arguments are not supported under jit")
     if _is_scalar(x):
         return lambda n, x: _polygamma1(n, float(x))
+    dt = np.dtype(np.float32) if x.dtype == types.float32 else np.dtype(np.float64)  # (float32 stays float32)
 
     def impl(n, x):
-        out = np.empty(x.shape, np.float64)
+        out = np.empty(x.shape, dt)
         of = out.reshape(out.size)
         i = 0
         for v in x.flat:
@@ -2544,9 +2574,10 @@ def _ov_sinc_derivative(n, x):
         raise TypingError("srctrans.runtime.sinc_derivative: complex arguments are not supported under jit")
     if _is_scalar(x):
         return lambda n, x: _sinc_derivative1(n, np.pi * float(x)) * np.pi**n
+    dt = np.dtype(np.float32) if x.dtype == types.float32 else np.dtype(np.float64)  # (float32 stays float32)
 
     def impl(n, x):
-        out = np.empty(x.shape, np.float64)
+        out = np.empty(x.shape, dt)
         of = out.reshape(out.size)
         scale = np.pi**n
         i = 0
@@ -2663,9 +2694,12 @@ def _half_tril_of(m, mode):
 
 @overload(rt.matrix_transpose)
 def _ov_matrix_transpose(x):
-    if not isinstance(x, types.Array) or x.ndim != 2:
-        raise TypingError(f"srctrans.runtime.matrix_transpose: under jit, x must be a matrix, got {x}")
-    return lambda x: np.ascontiguousarray(x.T)  # a C array, as an adjoint must be
+    if not isinstance(x, types.Array) or x.ndim < 2:
+        raise TypingError(f"srctrans.runtime.matrix_transpose: x must be a matrix or a stack of them, got {x}")
+    if x.ndim == 2:
+        return lambda x: np.ascontiguousarray(x.T)  # a C array, as an adjoint must be
+    axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return lambda x: np.ascontiguousarray(x.transpose(axes))
 
 
 @overload(rt.half_tril)
@@ -2808,5 +2842,152 @@ def _ov_cumprod_jvp(t, x, ans, axis=None):
         out3 = np.empty(x3.shape, dt)
         _k_cumprod_jvp(out3, t3, x3, a3)
         return result(out3, ans)
+
+    return impl
+
+
+# --- linspace, traces, one number per matrix, solve's columns ---------------------------------
+# (Numba's np.linalg takes single matrices, and its np.linspace numbers: so do these)
+
+
+@register_jitable
+def _linspace_share(i, n, endpoint, at_stop):
+    """Point ``i``'s share of ``stop`` (``at_stop``) or of ``start`` in ``np.linspace(start, stop, n, endpoint)``."""
+    div = n - 1 if endpoint else n
+    w = i * (1.0 / div) if div > 0 else 0.0
+    if endpoint and n > 1 and i == n - 1:
+        w = 1.0
+    return w if at_stop else 1.0 - w
+
+
+def _require_linspace(fname: str, g: Any, x: Any) -> None:
+    if not (isinstance(g, types.Array) and g.ndim == 1 and _is_scalar(x)):
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, start and stop must be numbers (g a vector), got {g} and {x}")
+
+
+@overload(rt.linspace_grad)
+def _ov_linspace_grad(g, x, endpoint=True, at_stop=False):
+    _require_linspace("linspace_grad", g, x)
+
+    def impl(g, x, endpoint=True, at_stop=False):
+        n = g.shape[0]
+        total = 0.0
+        for i in range(n):
+            total += _linspace_share(i, n, endpoint, at_stop) * g[i]
+        return rt.unbroadcast(total, x)
+
+    return impl
+
+
+@overload(rt.linspace_spread)
+def _ov_linspace_spread(u, g, endpoint=True, at_stop=False):
+    _require_linspace("linspace_spread", g, u)
+    dt = _grad_dtype(g)
+
+    def impl(u, g, endpoint=True, at_stop=False):
+        n = g.shape[0]
+        out = np.empty(n, dt)
+        for i in range(n):
+            out[i] = _linspace_share(i, n, endpoint, at_stop) * u
+        return out
+
+    return impl
+
+
+@overload(rt.trace_grad)
+def _ov_trace_grad(g, x, offset=0, axis1=0, axis2=1):
+    if not (isinstance(x, types.Array) and x.ndim == 2 and _is_scalar(g)):
+        raise TypingError(f"srctrans.runtime.trace_grad: under jit, x must be a matrix (g a number), got {x} and {g}")
+    if not (_is_int(offset) and _is_int(axis1) and _is_int(axis2)):
+        raise TypingError("srctrans.runtime.trace_grad: offset, axis1 and axis2 must be ints")
+    dt = _grad_dtype(x)
+
+    def impl(g, x, offset=0, axis1=0, axis2=1):
+        a1, a2 = _norm_axis(axis1, 2), _norm_axis(axis2, 2)
+        if a1 == a2:
+            raise ValueError("axis1 and axis2 cannot be the same")
+        out = np.zeros(x.shape, dt)
+        r, c = max(-offset, 0), max(offset, 0)  # the diagonal's first element, along axis1 and axis2
+        n1, n2 = x.shape[a1], x.shape[a2]
+        i = 0
+        while r + i < n1 and c + i < n2:
+            if a1 == 0:
+                out[r + i, c + i] = g
+            else:
+                out[c + i, r + i] = g
+            i += 1
+        return out
+
+    return impl
+
+
+@overload(rt.scale_matrices)
+def _ov_scale_matrices(s, m):
+    if not isinstance(m, types.Array) or m.ndim < 2:
+        raise TypingError(f"srctrans.runtime.scale_matrices: m must be a matrix or a stack of them, got {m}")
+    if _is_scalar(s):
+        return lambda s, m: s * np.ascontiguousarray(m)
+    if isinstance(s, types.Array) and s.ndim + 2 == m.ndim:
+        return lambda s, m: np.ascontiguousarray(s).reshape(s.shape + (1, 1)) * m
+    raise TypingError(f"srctrans.runtime.scale_matrices: s must have one number per matrix of m, got {s} and {m}")
+
+
+@overload(rt.matrix_inner)
+def _ov_matrix_inner(a, b):
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim == b.ndim and a.ndim >= 2):
+        raise TypingError(f"srctrans.runtime.matrix_inner: under jit, a and b must be matrices or stacks of one shape, got {a} and {b}")
+    if a.ndim == 2:
+
+        def impl(a, b):
+            if a.shape != b.shape:
+                raise ValueError("srctrans.runtime.matrix_inner: a and b must have one shape")
+            return _total(a * b)
+
+        return impl
+
+    def impl_stack(a, b):
+        if a.shape != b.shape:
+            raise ValueError("srctrans.runtime.matrix_inner: a and b must have one shape")
+        p = np.ascontiguousarray(a * b)
+        per = p.shape[-2] * p.shape[-1]
+        flat = p.reshape((p.size // per if per else 0, per))
+        out = np.empty(flat.shape[0], flat.dtype)
+        for i in range(flat.shape[0]):
+            out[i] = _total(flat[i])
+        return out.reshape(a.shape[:-2])
+
+    return impl_stack
+
+
+@overload(rt.zeros_per_matrix)
+def _ov_zeros_per_matrix(x):
+    if not isinstance(x, types.Array) or x.ndim < 2:
+        raise TypingError(f"srctrans.runtime.zeros_per_matrix: x must be a matrix or a stack of them, got {x}")
+    if x.ndim == 2:
+        return lambda x: 0.0
+    dt = _grad_dtype(x)
+    return lambda x: np.zeros(x.shape[:-2], dt)
+
+
+@overload(rt.as_columns)
+def _ov_as_columns(v, b):
+    if _ndim(b) != 1:
+        return lambda v, b: v
+    if not isinstance(v, types.Array):
+        raise TypingError(f"srctrans.runtime.as_columns: v must be an array, got {v}")
+    return lambda v, b: np.ascontiguousarray(v).reshape(v.shape + (1,))
+
+
+@overload(rt.from_columns)
+def _ov_from_columns(m, b):
+    if _ndim(b) != 1:
+        return lambda m, b: m
+    if not isinstance(m, types.Array) or m.ndim < 1:
+        raise TypingError(f"srctrans.runtime.from_columns: m must be an array, got {m}")
+
+    def impl(m, b):
+        if m.shape[-1] != 1:
+            raise ValueError("srctrans.runtime.from_columns: m must be a stack of columns")
+        return np.ascontiguousarray(m).reshape(m.shape[:-1])
 
     return impl

@@ -417,8 +417,9 @@ class Jitted:
             spec, call_args = self._prepare(args, kwargs)
         return self._result(spec, self._run(spec, call_args))
 
-    def _result(self, spec: _Specialization, raw):
-        """What the caller gets from the generated function's return value (grad picks its part)."""
+    def _result(self, spec: _Specialization, raw, args: tuple | None = None, kwargs: dict | None = None):
+        """What the caller gets from the generated function's return value (grad picks its part,
+        in the dtypes of the call's arguments ``args``, ``kwargs`` when given)."""
         return spec.rebuild(raw)
 
     @staticmethod
@@ -627,16 +628,16 @@ class Grad(Jitted):
             except Exception as err:
                 self._explain(self._simple, err)
                 raise
-            return self._result(self._simple, raw)
+            return self._result(self._simple, raw, args, kwargs)
         spec = self._simple
         if spec is not None and not kwargs and self._direct and len(args) == spec.arity and not _any_tree(args, self._wrt):
             self._check_inputs(spec, args)
             call_args = args
         else:
             spec, call_args = self._prepare(args, kwargs)
-        return self._result(spec, self._run(spec, call_args))
+        return self._result(spec, self._run(spec, call_args), args, kwargs)
 
-    def _result(self, spec, raw):
+    def _result(self, spec, raw, args: tuple | None = None, kwargs: dict | None = None):
         if self._has_aux:
             out, aux, grads = raw
             value = (out, spec.rebuild_aux(aux))
@@ -644,6 +645,8 @@ class Grad(Jitted):
             out, grads = raw
             value = out
         grads = spec.group(grads)
+        if args is not None:
+            grads = _in_primal_dtypes(grads, self._primals(args, kwargs or {}))
         if self._single:
             grads = grads[0]
         if self._with_value:
@@ -652,6 +655,30 @@ class Grad(Jitted):
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self.__call__, obj)
+
+    def _primals(self, args: tuple, kwargs: dict) -> list:
+        """The differentiated arguments of a call, in the order of the gradients."""
+        if not kwargs and self._direct and len(args) == len(self._param_names):
+            names = self._param_names
+            return [args[names.index(n)] for n in self._wrt]
+        bound = self._signature.bind(*self._bound_args, *args, **{**self._bound_kwargs, **kwargs})
+        return [bound.arguments.get(n) for n in self._wrt]
+
+
+def _in_primal_dtypes(cotangents: tuple, primals: list) -> tuple:
+    """Each cotangent (a gradient) in the dtype of the argument it belongs to, as in JAX: a float32
+    argument gets a float32 gradient whatever precision the function computed in (a cast to
+    float64 inside it, a float64 constant, or Numba's promotion of float32 arrays under jit)."""
+    return tuple(tree_map(_in_dtype_of, c, p) if _is_container(p) else _in_dtype_of(c, p) for c, p in zip(cotangents, primals))
+
+
+def _in_dtype_of(cotangent: Any, primal: Any) -> Any:
+    dtype = getattr(primal, "dtype", None)
+    if dtype is None or dtype.kind != "f" or getattr(cotangent, "dtype", None) == dtype:
+        return cotangent  # Python numbers, integers (allow_int's zeros), and what already fits
+    if isinstance(primal, np.ndarray):
+        return np.asarray(cotangent, dtype=dtype)
+    return dtype.type(cotangent)
 
 
 def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, allow_int: bool = False) -> Grad:
@@ -699,7 +726,7 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
             struct = spec.returns["tuple"][0] if has_aux else spec.returns
             cotangent = _unbuild(struct, cotangent)
         raw = runner._run(spec, [*call_args, cotangent])
-        return spec.group(raw[-1])  # one cotangent per primal, in its structure
+        return _in_primal_dtypes(spec.group(raw[-1]), list(primals))  # one cotangent per primal, in its structure
 
     out = fn(*primals)
     if has_aux:
@@ -1036,8 +1063,14 @@ def _fast_jvp(fn: Callable, primals: tuple, tangents: tuple, has_aux: bool):
         return None
     raw = runner._run(runner._simple, [*primals, *moving])
     if has_aux:
-        return raw[0], raw[2], raw[1]
-    return raw
+        return raw[0], _in_output_dtypes(raw[2], raw[0]), raw[1]
+    return raw[0], _in_output_dtypes(raw[1], raw[0])
+
+
+def _in_output_dtypes(tangent: Any, out: Any) -> Any:
+    """A tangent in the dtypes of the output it belongs to, as in JAX (a float32 output's tangent
+    is float32, not a Python float or, under jit, Numba's float64)."""
+    return tree_map(_in_dtype_of, tangent, out) if _is_container(out) else _in_dtype_of(tangent, out)
 
 
 COMPLEX_REFUSED = (
@@ -1169,6 +1202,7 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
         return out, tree_map(_zero_tangent, out)
     by_name = {n: _as_tangent(p, t) for n, p, t in zip(visible, primals, tangents)}
     result = _tangents_for(fn, wrt, has_aux)(primals, by_name)
+    result = (result[0], _in_output_dtypes(result[1], result[0]), *result[2:])
     try:
         _VISIBLE[fn] = visible
     except TypeError:

@@ -132,16 +132,49 @@ def std_grad(g, x, ans, axis=None, ddof=0, keepdims=False):
 
 
 def dot_grad_x(g, x, y):
-    """Adjoint of ``x`` in ``np.dot(x, y)`` / ``x @ y`` (scalars, 1-D and 2-D operands)."""
+    """Adjoint of ``x`` in ``np.dot(x, y)`` / ``x @ y``: numbers, vectors, matrices, and stacks of
+    matrices as ``@`` broadcasts them (see :func:`_stacked_product`)."""
     if np.ndim(x) == 0:
         return unbroadcast(np.sum(g * y), x)
     if np.ndim(y) == 0:
         return unbroadcast(g * y, x)
     if np.ndim(y) == 1:
         return unbroadcast(np.multiply.outer(g, y) if np.ndim(x) > 1 else g * y, x)
+    if np.ndim(y) > 2:  # a stack of matrices y: x's rows (or x itself) times each y.T
+        if np.ndim(x) == 1:
+            return unbroadcast(np.sum(y * np.expand_dims(g, -2), axis=tuple(range(np.ndim(y) - 2)) + (-1,)), x)
+        _stacked_product(g, x, y)
+        return unbroadcast(np.asarray(g) @ np.swapaxes(y, -1, -2), x)
     if np.ndim(x) == 1:
         return unbroadcast(np.dot(y, g), x)
     return unbroadcast(np.dot(g, np.transpose(y)), x)
+
+
+def _stacked_product(g, x, y) -> None:
+    """Refuse what :func:`dot_grad_x` and :func:`dot_grad_y` cannot differentiate right.
+
+    For a matrix (or stack) ``x`` and a stack of matrices ``y``, ``x @ y`` broadcasts the stacks
+    (``(..., p, n) @ (..., n, m) -> (..., p, m)``) while ``np.dot`` puts x's axes first
+    (``(p, n) . (s, n, m) -> (p, s, m)``); the helpers, given only the adjoint ``g``, follow ``@``
+    and raise when ``g``'s shape says ``np.dot``, or fits both.
+    """
+    g_shape, xs, ys = np.shape(g), np.shape(x), np.shape(y)
+    as_dot = xs[:-1] + ys[:-2] + ys[-1:]
+    try:
+        as_matmul = np.broadcast_shapes(xs[:-2], ys[:-2]) + (xs[-2], ys[-1])
+    except ValueError:
+        as_matmul = None
+    if g_shape == as_matmul and g_shape != as_dot:
+        return
+    if g_shape == as_dot and g_shape != as_matmul:
+        raise NotImplementedError(
+            f"np.dot of arrays of shapes {xs} and {ys} is not differentiated (a second operand of 3 or more "
+            "dimensions); write x @ y (np.matmul) or np.tensordot"
+        )
+    raise NotImplementedError(
+        f"srctrans cannot tell np.dot from x @ y for arrays of shapes {xs} and {ys} (both give shape {g_shape}); "
+        "write np.tensordot, or np.einsum, instead"
+    )
 
 
 def dot_grad_x_add(out, g, x, y):
@@ -154,13 +187,18 @@ def dot_grad_x_add(out, g, x, y):
 
 
 def dot_grad_y(g, x, y):
-    """Adjoint of ``y`` in ``np.dot(x, y)`` / ``x @ y`` (scalars, 1-D and 2-D operands)."""
+    """Adjoint of ``y`` in ``np.dot(x, y)`` / ``x @ y`` (operands as :func:`dot_grad_x` takes them)."""
     if np.ndim(y) == 0:
         return unbroadcast(np.sum(g * x), y)
     if np.ndim(x) == 0:
         return unbroadcast(g * x, y)
     if np.ndim(x) == 1:
-        return unbroadcast(np.multiply.outer(x, g) if np.ndim(y) > 1 else g * x, y)
+        if np.ndim(y) == 1:
+            return unbroadcast(g * x, y)
+        return unbroadcast(np.reshape(x, (-1, 1)) * np.expand_dims(g, -2), y)
+    if np.ndim(y) > 2:  # a stack of matrices y: each x.T times its part of g
+        _stacked_product(g, x, y)
+        return unbroadcast(np.swapaxes(x, -1, -2) @ np.asarray(g), y)
     lead = tuple(range(np.ndim(x) - 1))  # every axis of x but the last
     return unbroadcast(np.tensordot(x, g, axes=(lead, lead)), y)
 
@@ -271,13 +309,16 @@ def setitem_grad(g, index, v):
 
 
 def slogdet_grad(g, x):
-    """Adjoint of ``x`` in ``sign, logdet = np.linalg.slogdet(x)``: ``g`` is the pair of their adjoints."""
-    return g[1] * np.transpose(np.linalg.inv(x))
+    """Adjoint of ``x`` in ``sign, logdet = np.linalg.slogdet(x)``: ``g`` is the pair of their adjoints.
+
+    ``logdet``'s adjoint times ``inv(x).T``, matrix by matrix for a stack of matrices.
+    """
+    return scale_matrices(g[1], matrix_transpose(np.linalg.inv(x)))
 
 
 def split_grad(g, axis=0):
     """Adjoint of ``x`` in ``np.split(x, ...)``: the pieces' adjoints ``g``, put back together."""
-    return np.concatenate([np.asarray(piece, dtype=float) for piece in g], axis=axis)
+    return np.concatenate([np.asarray(piece, dtype=np.result_type(piece, 1.0)) for piece in g], axis=axis)
 
 
 def xlogy(a, b):
@@ -285,26 +326,34 @@ def xlogy(a, b):
     return np.where(np.asarray(a) == 0, 0.0, a * np.log(np.where(np.asarray(a) == 0, 1.0, b)))
 
 
+def _mask_dtype(*values) -> np.dtype:
+    """The dtype of a 0/1 mask (exact in any float type) multiplying adjoints of ``values``: their
+    narrowest float, so that it never widens a float32 adjoint; float64 when none is a float."""
+    floats = [d for d in (np.asarray(v).dtype for v in values if v is not None) if d.kind == "f"]
+    return min(floats, key=lambda d: d.itemsize) if floats else np.dtype(np.float64)
+
+
 def ge_mask(x, y):
-    return np.asarray(np.asarray(x) >= np.asarray(y), dtype=np.float64)
+    return np.asarray(np.asarray(x) >= np.asarray(y), dtype=_mask_dtype(x, y))
 
 
 def le_mask(x, y):
-    return np.asarray(np.asarray(x) <= np.asarray(y), dtype=np.float64)
+    return np.asarray(np.asarray(x) <= np.asarray(y), dtype=_mask_dtype(x, y))
 
 
 def inside_mask(x, lo, hi):
+    """1 where ``lo <= x <= hi`` (np.clip passes ``x`` through), else 0."""
     x = np.asarray(x)
     inside = np.ones(x.shape, dtype=bool)
     if lo is not None:
         inside &= x >= lo
     if hi is not None:
         inside &= x <= hi
-    return inside.astype(np.float64)
+    return inside.astype(_mask_dtype(x))
 
 
 def sinc_grad(x):
-    px = np.pi * np.asarray(x, dtype=np.float64)
+    px = np.pi * np.asarray(x, dtype=np.result_type(x, 1.0))
     safe = np.where(px == 0, 1.0, px)
     return np.where(px == 0, 0.0, (np.cos(safe) * safe - np.sin(safe)) / (safe * safe) * np.pi)
 
@@ -327,13 +376,39 @@ def ones_like(x):
     return 1.0
 
 
+def _linspace_shares(n, endpoint, at_stop):
+    """How much each of the ``n`` points of ``np.linspace(start, stop, n, endpoint)`` moves with
+    ``stop`` (``at_stop``) or with ``start``: ``i / div`` and ``1 - i / div``."""
+    w = np.linspace(0.0, 1.0, n, endpoint=endpoint)
+    return w if at_stop else 1.0 - w
+
+
+def linspace_grad(g, x, endpoint=True, at_stop=False):
+    """Adjoint of ``start`` (or of ``stop``, ``at_stop``) in ``np.linspace(start, stop, num, endpoint)``:
+    ``g``'s points weighted by their shares of it, summed along the first axis."""
+    g = np.asarray(g)
+    shares = _linspace_shares(g.shape[0], endpoint, at_stop)
+    return unbroadcast(np.tensordot(shares, g, axes=(0, 0)), x)
+
+
+def linspace_spread(u, g, endpoint=True, at_stop=False):
+    """``u`` spread over the points of a linspace shaped like ``g`` by their shares of ``start``
+    (of ``stop``, ``at_stop``): the transpose of :func:`linspace_grad`, whose ``g`` it gives."""
+    shares = _linspace_shares(np.shape(g)[0], endpoint, at_stop)
+    return unbroadcast(np.reshape(shares, (-1,) + (1,) * (np.ndim(g) - 1)) * np.asarray(u), g)
+
+
 def sum_to(h, g, axis=None, keepdims=False):
     """``h`` summed over ``axis`` into ``g``'s shape: the adjoint of ``g`` in ``sum_grad(g, x, axis, keepdims)``."""
     return unbroadcast(np.reshape(np.sum(h, axis=axis, keepdims=True), np.shape(g)), g)
 
 
 def dot(x, y):
-    """``np.dot(x, y)`` for the operands ``dot_grad_x``/``dot_grad_y`` take (the adjoint of their ``g``)."""
+    """``np.dot(x, y)`` for the operands ``dot_grad_x``/``dot_grad_y`` take (the adjoint of their
+    ``g``): ``x @ y`` where one is a stack of matrices, as those helpers read it."""
+    if np.ndim(x) > 2 or np.ndim(y) > 2:
+        if np.ndim(x) and np.ndim(y):
+            return np.matmul(x, y)
     return np.dot(x, y)
 
 
@@ -370,14 +445,20 @@ def sinc_grad2(x):
     s = np.where(small, 1.0, p)
     closed = ((2.0 - s * s) * np.sin(s) - 2.0 * s * np.cos(s)) / (s * s * s)
     series = -1.0 / 3.0 + p * p * (1.0 / 10.0 - p * p / 168.0)
-    return np.where(small, series, closed) * (np.pi * np.pi)
+    return _in_dtype_of(np.where(small, series, closed) * (np.pi * np.pi), x)
+
+
+def _in_dtype_of(out, x):
+    """``out``, computed in float64, in ``x``'s float dtype (float32 stays float32)."""
+    dtype = np.result_type(x, 1.0)
+    return out.astype(dtype) if isinstance(out, np.ndarray) and out.dtype != dtype else out
 
 
 def trigamma(x):
     """``polygamma(1, x)``: the derivative of ``digamma``."""
     from scipy.special import polygamma
 
-    return polygamma(1, x)
+    return _in_dtype_of(polygamma(1, x), x)
 
 
 def take_sorted(u, x, axis=-1):
@@ -532,6 +613,13 @@ def diagonal_grad(g, x, offset=0, axis1=0, axis2=1):
     return out
 
 
+def trace_grad(g, x, offset=0, axis1=0, axis2=1):
+    """Adjoint of ``np.trace(x, offset, axis1, axis2)``: each element of ``g`` along its diagonal of zeros
+    (one matrix's trace, or one per matrix of a stack)."""
+    diagonal = np.diagonal(x, offset, axis1, axis2)
+    return diagonal_grad(np.broadcast_to(np.expand_dims(g, -1), diagonal.shape), x, offset, axis1, axis2)
+
+
 def moveaxis_grad(g, x, source, destination):
     """Adjoint of ``np.moveaxis(x, source, destination)``: the axes of ``g`` moved back."""
     return unbroadcast(np.moveaxis(g, destination, source), x)
@@ -545,7 +633,7 @@ def flip_grad(g, x, axis=None):
 def diff_grad(g, x, n=1, axis=-1):
     """Adjoint of ``np.diff(x, n, axis)``: ``y[j] = x[j + 1] - x[j]`` sends ``g[j]`` to
     ``x[j + 1]`` and ``-g[j]`` to ``x[j]``, ``n`` times over."""
-    g = np.asarray(g, dtype=np.result_type(np.asarray(x).dtype, np.float64))
+    g = np.asarray(g, dtype=_grad_dtype(np.asarray(x)))
     for _ in range(n):
         edge = list(g.shape)
         edge[axis] = 1
@@ -580,13 +668,24 @@ def repeat_grad(g, x, repeats, axis=None):
     return unbroadcast(np.reshape(out, np.shape(x)), x)
 
 
-def pad_grad(g, x, pad_width, mode="constant"):
-    """Adjoint of ``np.pad(x, pad_width)`` in constant mode: the part of ``g`` over ``x``."""
+def _constant_mode(mode) -> None:
     if not (isinstance(mode, str) and mode == "constant"):
         raise NotImplementedError(f"np.pad is differentiated in 'constant' mode only, not {mode!r}")
+
+
+def pad_grad(g, x, pad_width, mode="constant"):
+    """Adjoint of ``np.pad(x, pad_width)`` in constant mode: the part of ``g`` over ``x``."""
+    _constant_mode(mode)
     before = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (np.ndim(x), 2))[:, 0]
     inside = tuple(slice(b, b + n) for b, n in zip(before, np.shape(x)))
     return unbroadcast(np.asarray(g)[inside], x)
+
+
+def pad_tangent(t, pad_width, mode="constant"):
+    """Tangent of ``np.pad(x, pad_width, mode)`` along ``t`` in constant mode: ``t`` padded with zeros
+    (the constant values do not move); the transpose of :func:`pad_grad`, which refuses the same modes."""
+    _constant_mode(mode)
+    return np.pad(t, pad_width)
 
 
 def sort_grad(g, x, axis=-1):
@@ -640,9 +739,43 @@ def solve_grad_a(g, a, b, ans):
     return unbroadcast(-(gb @ np.swapaxes(ans, -1, -2)), a)
 
 
+def as_columns(v, b):
+    """``v`` as a stack of columns where ``b`` is a vector (``v[..., None]``), else ``v`` itself: the
+    right-hand sides ``np.linalg.solve(a, b)`` reads (NumPy 2 reads a vector ``b`` as one column, for
+    every matrix of a stack ``a``). Its transpose is :func:`from_columns`."""
+    return np.expand_dims(v, -1) if np.ndim(b) == 1 else v
+
+
+def from_columns(m, b):
+    """``m[..., 0]`` where ``b`` is a vector, else ``m``: the inverse and transpose of :func:`as_columns`."""
+    return np.asarray(m)[..., 0] if np.ndim(b) == 1 else m
+
+
+def scale_matrices(s, m):
+    """Each matrix of ``m`` times its number in ``s`` (``s[..., None, None] * m``; ``s * m`` for one
+    matrix): a determinant's adjoint. Its transpose in ``s`` is :func:`matrix_inner`."""
+    if np.ndim(s) == 0:
+        return s * m  # (a Python number stays weak: float32 matrices stay float32)
+    return np.expand_dims(s, (-2, -1)) * m
+
+
+def matrix_inner(a, b):
+    """``np.sum(a * b)`` over the last two axes: ``trace(a.T @ b)`` for one pair of matrices, one
+    number per pair for stacks."""
+    return np.sum(np.asarray(a) * b, axis=(-2, -1))
+
+
+def zeros_per_matrix(x):
+    """Zeros shaped like ``x`` without its last two axes: 0.0 for a matrix (the tangent of a
+    determinant's sign)."""
+    if np.ndim(x) <= 2:
+        return 0.0
+    return np.zeros(np.shape(x)[:-2], dtype=_grad_dtype(np.asarray(x)))
+
+
 def _lower_half_diagonal(m):
     """The lower triangle of ``m`` with its diagonal halved."""
-    return np.tril(m) - 0.5 * m * np.eye(np.shape(m)[-1])
+    return np.tril(m) - 0.5 * m * np.eye(np.shape(m)[-1], dtype=np.result_type(m, 1.0))
 
 
 def cholesky_grad(g, x, ans):
@@ -814,7 +947,7 @@ def polygamma(n, x):
     from scipy.special import polygamma as _polygamma
 
     out = _polygamma(n, x)
-    return out if np.ndim(out) else float(out)
+    return _in_dtype_of(out, x) if np.ndim(out) else float(out)
 
 
 def _sinc_derivative1(n, p):
@@ -844,7 +977,7 @@ def sinc_derivative(n, x):
     """The ``n``-th derivative of ``np.sinc`` (``n >= 1``): a series near 0, where the closed form cancels."""
     p = np.pi * np.asarray(x, dtype=np.float64)
     out = np.vectorize(lambda v: _sinc_derivative1(int(n), float(v)), otypes=[np.float64])(p) * np.pi**n
-    return out if out.ndim else float(out)
+    return _in_dtype_of(out, x) if out.ndim else float(out)
 
 
 def prod_grad3(v, u, g, x, axis=None, keepdims=False):

@@ -1153,7 +1153,7 @@ def sharded_call(fn: Any, args: tuple, kwargs: dict) -> Any:
         _explain(current, err)
         raise
     current.trace = runner.trace()
-    return fn._result(spec, raw)
+    return fn._result(spec, raw, plain_args, plain_kwargs)
 
 
 def _explain(plan: Plan, err: BaseException) -> None:

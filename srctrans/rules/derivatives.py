@@ -25,8 +25,18 @@ Constructors:
     tangent), or ``{param: template}``, whose terms are summed, ``{t}`` being that
     parameter's tangent. Without ``jvp``, forward mode refuses the function.
 ``nondiff(signature)``
-    Results that carry no derivative (comparisons, ``argmax``, ``floor``, array
-    creation ...). Their outputs are constants for differentiation.
+    Results that carry no derivative with respect to any argument: piecewise constant
+    (comparisons, ``argmax``, ``floor``) or reading only shapes (``zeros_like``). Their outputs
+    are constants for differentiation.
+``constant_only(signature)``
+    Functions differentiated with respect to none of their arguments although their values
+    move with them (``np.arange(start, stop, step)``): constant arguments give a constant
+    result; a differentiated argument is refused at its line (NoDerivativeError), never
+    taken for a constant.
+
+Every argument of a ``vjp`` or ``elementwise`` rule that is not read only for its shape
+(``SHAPE_ONLY``) needs a template: reverse and forward mode refuse a differentiated argument
+without one.
 """
 
 from __future__ import annotations
@@ -94,6 +104,10 @@ def _reduction_jvp(helper: str, rest: str) -> dict[str, str]:
 
 def nondiff(signature: str = "x") -> Rule:
     return Rule("nondiff", _signature(signature))
+
+
+def constant_only(signature: str) -> Rule:
+    return Rule("vjp", _signature(signature), jvp={})
 
 
 # Python operators map onto the NumPy functions with the same meaning.
@@ -206,12 +220,30 @@ DERIVATIVES: dict[str, Rule] = {
         x="np.reshape(np.dot({g}, np.ravel({y})), np.shape({x}))",
         y="np.reshape(np.dot(np.ravel({x}), {g}), np.shape({y}))",
     ),
-    "numpy.vdot": vjp("x, y", jvp=MULTILINEAR, x="{g} * {y}", y="{g} * {x}"),
-    "numpy.trace": vjp("x", jvp=LINEAR, x="{g} * np.eye(np.shape({x})[0], np.shape({x})[1])"),
-    "numpy.linalg.inv": vjp("x", jvp=dict(x="-({ans} @ {t} @ {ans})"), x="-(np.transpose({ans}) @ {g} @ np.transpose({ans}))"),
-    "numpy.linalg.det": vjp("x", jvp=dict(x="{ans} * np.trace(np.linalg.solve({x}, {t}))"), x="{g} * {ans} * np.transpose(np.linalg.inv({x}))"),
+    # (both flattened: each adjoint in its own shape)
+    "numpy.vdot": vjp(
+        "x, y", jvp=MULTILINEAR,
+        x="rt.unbroadcast(np.reshape({g} * np.ravel({y}), np.shape({x})), {x})",
+        y="rt.unbroadcast(np.reshape({g} * np.ravel({x}), np.shape({y})), {y})",
+    ),
+    "numpy.trace": vjp("x, offset=0, axis1=0, axis2=1", jvp=LINEAR, x="rt.trace_grad({g}, {x}, {offset}, {axis1}, {axis2})"),
+    # np.linalg on a stack of matrices (..., n, n) works matrix by matrix: the rules transpose the
+    # last two axes only (rt.matrix_transpose) and take one number per matrix (rt.scale_matrices,
+    # rt.matrix_inner: a determinant's adjoint and tangent)
+    "numpy.linalg.inv": vjp(
+        "x", jvp=dict(x="-({ans} @ {t} @ {ans})"), x="-(rt.matrix_transpose({ans}) @ {g} @ rt.matrix_transpose({ans}))"
+    ),
+    "numpy.linalg.det": vjp(
+        "x",
+        jvp=dict(x="{ans} * rt.matrix_inner(rt.matrix_transpose(np.linalg.inv({x})), {t})"),
+        x="rt.scale_matrices({g} * {ans}, rt.matrix_transpose(np.linalg.inv({x})))",
+    ),
     # two results: {g} is the pair of their adjoints (sign, log|det|) / one adjoint per piece
-    "numpy.linalg.slogdet": vjp("x", jvp=dict(x="(0.0, np.trace(np.linalg.solve({x}, {t})))"), x="rt.slogdet_grad({g}, {x})"),
+    "numpy.linalg.slogdet": vjp(
+        "x",
+        jvp=dict(x="(rt.zeros_per_matrix({x}), rt.matrix_inner(rt.matrix_transpose(np.linalg.inv({x})), {t}))"),
+        x="rt.slogdet_grad({g}, {x})",
+    ),
     "numpy.split": vjp("x, indices_or_sections, axis=0", jvp=LINEAR, x="rt.split_grad({g}, {axis})"),
     "numpy.inner": vjp("x, y", jvp=MULTILINEAR, x="rt.inner_grad_x({g}, {x}, {y})", y="rt.inner_grad_y({g}, {x}, {y})"),
     "numpy.tensordot": vjp("x, y, axes=2", jvp=MULTILINEAR, x="rt.tensordot_grad_x({g}, {x}, {y}, {axes})", y="rt.tensordot_grad_y({g}, {x}, {y}, {axes})"),
@@ -221,7 +253,13 @@ DERIVATIVES: dict[str, Rule] = {
         y="rt.einsum_grad_y({subscripts}, {g}, {x}, {y}, {z})",
         z="rt.einsum_grad_z({subscripts}, {g}, {x}, {y}, {z})",
     ),
-    "numpy.linalg.solve": vjp("a, b", jvp=dict(a="-np.linalg.solve({a}, {t} @ {ans})", b="np.linalg.solve({a}, {t})"), a="rt.solve_grad_a({g}, {a}, {b}, {ans})", b="rt.solve_grad_b({g}, {a}, {b})"),
+    # a vector b is one column for every matrix of a stack a (rt.as_columns, rt.from_columns)
+    "numpy.linalg.solve": vjp(
+        "a, b",
+        jvp=dict(a="rt.from_columns(-np.linalg.solve({a}, {t} @ rt.as_columns({ans}, {b})), {b})", b="np.linalg.solve({a}, {t})"),
+        a="rt.solve_grad_a({g}, {a}, {b}, {ans})",
+        b="rt.solve_grad_b({g}, {a}, {b})",
+    ),
     # L = cholesky(x) reads x's lower triangle. Tangent: L phi(L^-1 T L^-T), T the symmetric matrix with
     # t's lower triangle; adjoint: phi(S + S.T), S = L^-T phi(L^T g) L^-1 (phi: rt.half_tril). Written
     # with solve, so that they are differentiated again like any other code
@@ -257,7 +295,7 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.roll": vjp("x, shift, axis=None", jvp=LINEAR, x="rt.roll_grad({g}, {x}, {shift}, {axis})"),
     "numpy.tile": vjp("x, reps", jvp=LINEAR, x="rt.tile_grad({g}, {x}, {reps})"),
     "numpy.repeat": vjp("x, repeats, axis=None", jvp=LINEAR, x="rt.repeat_grad({g}, {x}, {repeats}, {axis})"),
-    "numpy.pad": vjp("x, pad_width, mode='constant', constant_values=0", jvp=dict(x="np.pad({t}, {pad_width})"), x="rt.pad_grad({g}, {x}, {pad_width}, {mode})"),
+    "numpy.pad": vjp("x, pad_width, mode='constant', constant_values=0", jvp=dict(x="rt.pad_tangent({t}, {pad_width}, {mode})"), x="rt.pad_grad({g}, {x}, {pad_width}, {mode})"),
     "numpy.sort": vjp("x, axis=-1, kind=None, order=None", jvp=dict(x="rt.take_sorted({t}, {x}, {axis})"), x="rt.sort_grad({g}, {x}, {axis})"),
     "numpy.take": vjp("x, indices, axis=None", jvp=LINEAR, x="rt.take_grad({g}, {x}, {indices}, {axis})"),
     "numpy.take_along_axis": vjp("x, indices, axis=-1", jvp=LINEAR, x="rt.take_along_axis_grad({g}, {x}, {indices}, {axis})"),
@@ -271,7 +309,7 @@ DERIVATIVES: dict[str, Rule] = {
     "ndarray.copy": vjp("x", jvp=LINEAR, x="{g}"),
     "ndarray.ravel": vjp("x", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
     "ndarray.flatten": vjp("x", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),  # (a copy)
-    "ndarray.astype": vjp("x, dtype", jvp=LINEAR, x="{g}"),
+    "ndarray.astype": vjp("x, dtype", jvp=LINEAR, x="rt.unbroadcast({g}, {x})"),  # back in x's dtype
     "ndarray.transpose": vjp("x, *axes", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
     "getitem": vjp("x, index", jvp=LINEAR, accumulate=dict(x="rt.getitem_grad_add({sink}, {g}, {index})"), x="rt.getitem_grad({g}, {x}, {index})"),
     # JAX's functional updates, x.at[index].set(v) / .add(v) / .multiply(v) (desugared into these)
@@ -299,10 +337,15 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.ones_like": nondiff("x, dtype=None"),
     "numpy.empty": nondiff("shape, dtype=None"),
     "numpy.empty_like": nondiff("x, dtype=None"),
-    "numpy.arange": nondiff("start, stop=None, step=None"),
-    "numpy.linspace": nondiff("start, stop, num=50"),
+    "numpy.arange": constant_only("start, stop=None, step=None"),  # (its length moves with them too)
     "numpy.eye": nondiff("N, M=None, k=0, dtype=None"),
     "numpy.identity": nondiff("n, dtype=None"),
+    # linear in start and stop together: each point is start (1 - i / div) + stop (i / div)
+    "numpy.linspace": vjp(
+        "start, stop, num=50, endpoint=True", jvp=LINEAR,
+        start="rt.linspace_grad({g}, {start}, {endpoint}, False)",
+        stop="rt.linspace_grad({g}, {stop}, {endpoint}, True)",
+    ),
     "numpy.full": vjp("shape, fill_value, dtype=None", jvp=LINEAR, fill_value="rt.unbroadcast({g}, {fill_value})"),  # shape carries none
     "numpy.full_like": vjp("x, fill_value, dtype=None", jvp=LINEAR, fill_value="rt.unbroadcast({g}, {fill_value})"),  # nor x
     "numpy.argwhere": nondiff(),

@@ -179,7 +179,13 @@ RUNTIME_DERIVATIVES.update({
     # solve(a.T, g): its adjoint in g is solve(a, u); in a, -solve(a.T, g) solve(a, u).T, which
     # is solve_grad_a with solve(a, u) in the place of the answer
     "srctrans.runtime.solve_grad_b": vjp(
-        "g_, a, b", jvp=dict(g_="rt.solve_grad_b({t}, {a}, {b})", a="-rt.solve_grad_b(np.transpose({t}) @ {ans}, {a}, {b})"),
+        "g_, a, b",
+        jvp=dict(
+            g_="rt.solve_grad_b({t}, {a}, {b})",
+            # (solve(a.T, g_) again, not {ans}: summed over a stack a for a b shared by its matrices)
+            a="-rt.solve_grad_b(rt.from_columns(rt.matrix_transpose({t}) @ np.linalg.solve(rt.matrix_transpose({a}), "
+            "rt.as_columns({g_}, {b})), {b}), {a}, {b})",
+        ),
         g_="rt.unbroadcast(np.linalg.solve({a}, {g}), {g_})",
         a="rt.solve_grad_a({g_}, {a}, {b}, np.linalg.solve({a}, {g}))",
     ),
@@ -205,24 +211,49 @@ RUNTIME_DERIVATIVES.update({
     "srctrans.runtime.vstack_grad": vjp("g_, arrays", jvp=LINEAR, g_="np.vstack({g})"),
     "srctrans.runtime.split_grad": vjp("g_, axis=0", jvp=LINEAR, g_="rt.concatenate_grad({g}, {g_}, {axis})"),
     # --- linear algebra --------------------------------------------------------------------
-    # l inv(x).T (g_ = (sign's adjoint, l)): linear in l; d inv(x).T = -(inv(x) dx inv(x)).T
+    # l inv(x).T (g_ = (sign's adjoint, l)): linear in l; d inv(x).T = -(inv(x) dx inv(x)).T;
+    # matrix by matrix for a stack
     "srctrans.runtime.slogdet_grad": vjp(
-        "g_, x", jvp=dict(g_="rt.slogdet_grad({t}, {x})", x="-{ans} @ np.transpose({t}) @ np.transpose(np.linalg.inv({x}))"),
-        g_="(0.0, np.sum({g} * np.transpose(np.linalg.inv({x}))))",
-        x="-rt.slogdet_grad({g_}, {x}) @ np.transpose({g}) @ np.transpose(np.linalg.inv({x}))",
+        "g_, x",
+        jvp=dict(g_="rt.slogdet_grad({t}, {x})", x="-{ans} @ rt.matrix_transpose({t}) @ rt.matrix_transpose(np.linalg.inv({x}))"),
+        g_="(rt.zeros_per_matrix({x}), rt.matrix_inner({g}, rt.matrix_transpose(np.linalg.inv({x}))))",
+        x="-rt.slogdet_grad({g_}, {x}) @ rt.matrix_transpose({g}) @ rt.matrix_transpose(np.linalg.inv({x}))",
     ),
     # -solve(a.T, g_) ans_.T (an outer product for a vector b): linear in g_ and in ans_, and
-    # d solve(a.T, g_) = -solve(a.T, da.T solve(a.T, g_))
+    # d solve(a.T, g_) = -solve(a.T, da.T solve(a.T, g_)); a vector b's g_ and ans_ are columns
+    # (rt.as_columns) for every matrix of a stack a
     "srctrans.runtime.solve_grad_a": vjp(
         "g_, a, b, ans_", jvp=dict(
             g_="rt.solve_grad_a({t}, {a}, {b}, {ans_})",
             ans_="rt.solve_grad_a({g_}, {a}, {b}, {t})",
-            a="-rt.solve_grad_a(np.swapaxes({t}, -1, -2) @ np.linalg.solve(np.swapaxes({a}, -1, -2), {g_}), {a}, {b}, {ans_})",
+            a="-rt.solve_grad_a(rt.from_columns(np.swapaxes({t}, -1, -2) @ np.linalg.solve(np.swapaxes({a}, -1, -2), "
+            "rt.as_columns({g_}, {b})), {b}), {a}, {b}, {ans_})",
         ),
-        g_="-np.linalg.solve({a}, {g} @ {ans_})",
-        ans_="-np.swapaxes({g}, -1, -2) @ np.linalg.solve(np.swapaxes({a}, -1, -2), {g_})",
-        a="rt.solve_grad_a({g_}, {a}, {b}, -np.linalg.solve({a}, {g} @ {ans_}))",
+        g_="rt.from_columns(-np.linalg.solve({a}, {g} @ rt.as_columns({ans_}, {b})), {b})",
+        ans_="rt.from_columns(-np.swapaxes({g}, -1, -2) @ np.linalg.solve(np.swapaxes({a}, -1, -2), rt.as_columns({g_}, {b})), {b})",
+        a="rt.solve_grad_a({g_}, {a}, {b}, rt.from_columns(-np.linalg.solve({a}, {g} @ rt.as_columns({ans_}, {b})), {b}))",
     ),
+    "srctrans.runtime.as_columns": vjp("v, b", jvp=LINEAR, v="rt.from_columns({g}, {b})"),
+    "srctrans.runtime.from_columns": vjp("m, b", jvp=LINEAR, m="rt.as_columns({g}, {b})"),
+    # one number per matrix: each the other's transpose (det's adjoint and tangent)
+    "srctrans.runtime.scale_matrices": vjp(
+        "s, m", jvp=MULTILINEAR, s="rt.unbroadcast(rt.matrix_inner({g}, {m}), {s})", m="rt.unbroadcast(rt.scale_matrices({s}, {g}), {m})"
+    ),
+    "srctrans.runtime.matrix_inner": vjp(
+        "a, b", jvp=MULTILINEAR, a="rt.unbroadcast(rt.scale_matrices({g}, {b}), {a})", b="rt.unbroadcast(rt.scale_matrices({g}, {a}), {b})"
+    ),
+    "srctrans.runtime.zeros_per_matrix": nondiff("x"),
+    "srctrans.runtime.trace_grad": vjp(
+        "g_, x, offset=0, axis1=0, axis2=1", jvp=LINEAR, g_="rt.unbroadcast(np.trace({g}, {offset}, {axis1}, {axis2}), {g_})"
+    ),
+    # linspace's shares of start (or stop): spreading a number over the points, and summing them back
+    "srctrans.runtime.linspace_grad": vjp(
+        "g_, x, endpoint=True, at_stop=False", jvp=LINEAR, g_="rt.linspace_spread({g}, {g_}, {endpoint}, {at_stop})"
+    ),
+    "srctrans.runtime.linspace_spread": vjp(
+        "u, g_, endpoint=True, at_stop=False", jvp=LINEAR, u="rt.linspace_grad({g}, {u}, {endpoint}, {at_stop})"
+    ),
+    "srctrans.runtime.pad_tangent": vjp('t_, pad_width, mode="constant"', jvp=LINEAR, t_="rt.pad_grad({g}, {t_}, {pad_width}, {mode})"),
 })
 
 # --- higher derivatives: rules for the helpers that the rules above call -------------------------

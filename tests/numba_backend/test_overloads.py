@@ -608,3 +608,25 @@ def test_inner_matches_numpy():
     for sa, sb in [((4,), (4,)), ((3, 4), (4,)), ((4,), (2, 4)), ((3, 4), (2, 4))]:
         a, b = rng.standard_normal(sa), rng.standard_normal(sb)
         np.testing.assert_allclose(inner(a, b), np.inner(a, b))
+
+
+# --- np.linalg on stacks of matrices ---
+
+
+@numba.njit
+def _j_linalg_stack(a, b, v, m):
+    sign, logdet = np.linalg.slogdet(a)
+    return np.linalg.inv(a), np.linalg.det(a), sign, logdet, np.linalg.solve(a, b), np.linalg.solve(a, v), np.linalg.solve(a, m)
+
+
+@pytest.mark.parametrize("dtype", [F64, F32])
+def test_linalg_on_stacks_of_matrices(dtype):
+    rng = np.random.default_rng(3)
+    for lead in ((2,), (2, 3)):
+        a = (rng.standard_normal(lead + (3, 3)) + 3.0 * np.eye(3)).astype(dtype)
+        b, v, m = (rng.standard_normal(s).astype(dtype) for s in (lead + (3, 2), (3,), (3, 4)))
+        sign, logdet = np.linalg.slogdet(a)
+        want = (np.linalg.inv(a), np.linalg.det(a), sign, logdet, np.linalg.solve(a, b), np.linalg.solve(a, v), np.linalg.solve(a, m))
+        for got, w in zip(_j_linalg_stack(a, b, v, m), want):
+            assert got.shape == w.shape and got.dtype == w.dtype
+            np.testing.assert_allclose(got, w, rtol=1e-4 if dtype == F32 else 1e-10)

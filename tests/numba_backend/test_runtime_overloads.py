@@ -1179,3 +1179,65 @@ def test_jit_of_grad_compiles(fn, args):
     assert len(got) == len(want) == len(argnums)
     for r, w in zip(got, want):
         close(r, w, rtol=1e-9)
+
+
+# --- linspace, traces, one number per matrix, solve's columns, stacks of matrices ------------------
+
+
+@jit
+def j_matrix_helpers(s, m, v, b, c):
+    return (
+        rt.scale_matrices(s, m), rt.matrix_inner(m, m), rt.zeros_per_matrix(m), rt.matrix_transpose(m),
+        rt.from_columns(rt.as_columns(v, b), b), rt.as_columns(v, c),
+    )
+
+
+@jit
+def j_linspace_and_trace(g, x, endpoint, at_stop, t, offset, axis1, axis2):
+    return (
+        rt.linspace_grad(g, x, endpoint, at_stop), rt.linspace_spread(x, g, endpoint, at_stop),
+        rt.trace_grad(x, t, offset, axis1, axis2),
+    )
+
+
+def test_matrix_helpers_compiled_on_stacks():
+    rng = np.random.default_rng(7)
+    for s, m in ((rng.standard_normal(2), rng.standard_normal((2, 3, 3))), (rng.standard_normal((2, 2)), rng.standard_normal((2, 2, 3, 4)))):
+        v, b, c = rng.standard_normal(s.shape + (3,)), rng.standard_normal(3), rng.standard_normal((3, 2))
+        for got, want in zip(j_matrix_helpers(s, m, v, b, c), (
+            rt.scale_matrices(s, m), rt.matrix_inner(m, m), rt.zeros_per_matrix(m), rt.matrix_transpose(m),
+            rt.from_columns(rt.as_columns(v, b), b), rt.as_columns(v, c),
+        )):
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+            assert np.shape(got) == np.shape(want)
+
+
+def test_linspace_and_trace_adjoints_compiled():
+    rng = np.random.default_rng(8)
+    t = rng.standard_normal((3, 4))
+    for n in (1, 2, 5):
+        g = rng.standard_normal(n)
+        for endpoint in (True, False):
+            for at_stop in (True, False):
+                for offset, axis1, axis2 in ((0, 0, 1), (1, 0, 1), (-2, 1, 0), (5, 0, 1)):
+                    got = j_linspace_and_trace(g, 0.7, endpoint, at_stop, t, offset, axis1, axis2)
+                    want = (
+                        rt.linspace_grad(g, 0.7, endpoint, at_stop), rt.linspace_spread(0.7, g, endpoint, at_stop),
+                        rt.trace_grad(0.7, t, offset, axis1, axis2),
+                    )
+                    for a, b in zip(got, want):
+                        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+@jit
+def j_float32_helpers(x, y, z):
+    return rt.ge_mask(x, y), rt.le_mask(x, 0.5), rt.inside_mask(x, -0.5, 0.5), rt.sinc_grad(x), rt.trigamma(z)
+
+
+def test_float32_helpers_stay_float32_compiled():
+    x = np.linspace(-1.0, 1.0, 5, dtype=F32)
+    y, z = x[::-1].copy(), x + F32.type(2.0)
+    want = (rt.ge_mask(x, y), rt.le_mask(x, 0.5), rt.inside_mask(x, -0.5, 0.5), rt.sinc_grad(x), rt.trigamma(z))
+    for got, w in zip(j_float32_helpers(x, y, z), want):
+        assert got.dtype == w.dtype == F32
+        np.testing.assert_allclose(got, w, rtol=1e-6)

@@ -33,9 +33,20 @@ def above1(rng, *shape):
     return rng.uniform(1.2, 2.0, shape)
 
 
+def wellposed(rng, *shape):
+    """Matrices (a stack of them, for more than two axes) far from singular."""
+    return rng.standard_normal(shape) + 3.0 * np.eye(shape[-1])
+
+
 def _slogdet_spec(x):
     sign, logdet = np.linalg.slogdet(x)
     return logdet * 2.0 + sign
+
+
+def _astype_round_trip(x):
+    """float32 in float32 out: x's adjoint is float32, whatever the float64 inside (float64 in: float64)."""
+    y = np.sin(x.astype(np.float64))
+    return y.astype(x.dtype)
 
 
 def _split_spec(x):
@@ -61,8 +72,14 @@ SPECS = {
     "numpy.float_power": [(lambda x, y: np.float_power(x, y), (lambda r: pos(r, 3), lambda r: normal(r, 3)))],
     "numpy.floor_divide": [(lambda x, y: x * np.floor_divide(x, y), (lambda r: r.uniform(2.2, 2.7, 3), lambda r: r.uniform(1.0, 1.05, 3)))],
     "numpy.remainder": [(lambda x, y: np.remainder(x, y) * x, (lambda r: r.uniform(2.2, 2.7, 3), lambda r: r.uniform(1.0, 1.05, 3)))],
-    "numpy.maximum": [(lambda x, y: np.maximum(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4)))],
-    "numpy.minimum": [(lambda x, y: np.minimum(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4)))],
+    "numpy.maximum": [
+        (lambda x, y: np.maximum(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
+        (lambda x: np.maximum(x, 0.1) * x, (lambda r: normal(r, 5),)),  # a Python float: float32 stays float32
+    ],
+    "numpy.minimum": [
+        (lambda x, y: np.minimum(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
+        (lambda x: np.minimum(0.1, x) * x, (lambda r: normal(r, 5),)),
+    ],
     "numpy.fmax": [(lambda x, y: np.fmax(x, y), (lambda r: normal(r, 5), lambda r: normal(r, 5)))],
     "numpy.fmin": [(lambda x, y: np.fmin(x, y), (lambda r: normal(r, 5), lambda r: normal(r, 5)))],
     "numpy.hypot": [(lambda x, y: np.hypot(x, y), (lambda r: normal(r, 3), lambda r: normal(r, 3)))],
@@ -164,16 +181,40 @@ SPECS = {
     "numpy.matmul": [
         (lambda x, y: x @ y, (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
         (lambda x, y: np.matmul(x, y), (lambda r: normal(r, 2, 3), lambda r: normal(r, 3))),
+        # stacks of matrices, broadcast against each other and against matrices and vectors
+        (lambda x, y: x @ y, (lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 2, 4, 5))),
+        (lambda x, y: x @ y, (lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 4, 5))),
+        (lambda x, y: x @ y, (lambda r: normal(r, 3, 4), lambda r: normal(r, 2, 4, 5))),
+        (lambda x, y: x @ y, (lambda r: normal(r, 2, 1, 3, 4), lambda r: normal(r, 3, 4, 2))),
+        (lambda x, y: x @ y, (lambda r: normal(r, 4), lambda r: normal(r, 2, 4, 5))),
+        (lambda x, y: np.matmul(x, y), (lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 4))),
     ],
     "numpy.outer": [
         (lambda x, y: np.outer(x, y), (lambda r: normal(r, 3), lambda r: normal(r, 2))),
         (lambda x, y: np.outer(x, y), (lambda r: normal(r, 2, 3), lambda r: normal(r, 2))),
     ],
-    "numpy.vdot": [(lambda x, y: np.vdot(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4)))],
-    "numpy.trace": [(lambda x: np.trace(x), (lambda r: normal(r, 3, 3),))],
-    "numpy.linalg.inv": [(lambda x: np.linalg.inv(x), (lambda r: normal(r, 3, 3) + 3.0 * np.eye(3),))],
-    "numpy.linalg.det": [(lambda x: np.linalg.det(x), (lambda r: normal(r, 3, 3) + 2.0 * np.eye(3),))],
-    "numpy.linalg.slogdet": [(_slogdet_spec, (lambda r: normal(r, 3, 3) + 2.0 * np.eye(3),))],
+    "numpy.vdot": [
+        (lambda x, y: np.vdot(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4))),
+        (lambda x, y: np.vdot(x, y), (lambda r: normal(r, 2, 3), lambda r: normal(r, 3, 2))),  # flattened
+    ],
+    "numpy.trace": [
+        (lambda x: np.trace(x), (lambda r: normal(r, 3, 3),)),
+        (lambda x: np.trace(x) ** 2, (lambda r: normal(r, 3, 3, 2),)),  # one trace per x[:, :, k]
+        (lambda x: np.trace(x, 1) * 2.0, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.trace(x, -1, 2, 1) * B[:2], (lambda r: normal(r, 2, 3, 4),)),  # a stack of matrices
+    ],
+    "numpy.linalg.inv": [
+        (lambda x: np.linalg.inv(x), (lambda r: normal(r, 3, 3) + 3.0 * np.eye(3),)),
+        (lambda x: np.linalg.inv(x), (lambda r: wellposed(r, 2, 3, 3),)),
+    ],
+    "numpy.linalg.det": [
+        (lambda x: np.linalg.det(x), (lambda r: normal(r, 3, 3) + 2.0 * np.eye(3),)),
+        (lambda x: np.linalg.det(x), (lambda r: wellposed(r, 2, 3, 3),)),
+    ],
+    "numpy.linalg.slogdet": [
+        (_slogdet_spec, (lambda r: normal(r, 3, 3) + 2.0 * np.eye(3),)),
+        (_slogdet_spec, (lambda r: wellposed(r, 2, 3, 3),)),
+    ],
     "numpy.split": [(_split_spec, (lambda r: normal(r, 3, 4),))],
     "numpy.inner": [
         (lambda x, y: np.inner(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 2, 4))),
@@ -189,20 +230,26 @@ SPECS = {
         (lambda x, y: np.einsum("ij,jk->ik", x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
         (lambda x: np.einsum("ii->i", x) * np.einsum("ij->j", x), (lambda r: normal(r, 3, 3),)),
         (lambda x, y, z: np.einsum("ij,j,k", x, y, z), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4), lambda r: normal(r, 2))),
+        (lambda x, y: np.einsum("bij,bjk->bik", x, y), (lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 2, 4, 2))),
     ],
     "numpy.linalg.solve": [
         (lambda a, b: np.linalg.solve(a, b), (lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3))),
         (lambda a, b: np.linalg.solve(a, b), (lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3, 2))),
+        (lambda a, b: np.linalg.solve(a, b), (lambda r: wellposed(r, 2, 3, 3), lambda r: normal(r, 2, 3, 2))),
+        (lambda a, b: np.linalg.solve(a, b), (lambda r: wellposed(r, 2, 3, 3), lambda r: normal(r, 3))),  # one vector, every matrix
+        (lambda a, b: np.linalg.solve(a, b), (lambda r: wellposed(r, 2, 3, 3), lambda r: normal(r, 3, 2))),  # one matrix, every matrix
     ],
     "numpy.linalg.cholesky": [
         (lambda x: np.linalg.cholesky(x @ x.T + 3.0 * np.eye(3)), (lambda r: normal(r, 3, 3),)),
         (lambda x: np.linalg.cholesky(x), (lambda r: (lambda a: a @ a.T + 3.0 * np.eye(3))(normal(r, 3, 3)),)),
         (lambda x: np.linalg.cholesky(x * x + 3.0 * np.eye(3)), (lambda r: unit(r, 3, 3),)),  # not symmetric: the upper triangle is unread
+        (lambda x: np.linalg.cholesky(x @ np.swapaxes(x, 1, 2) + 3.0 * np.eye(3)), (lambda r: normal(r, 2, 3, 3),)),
     ],
     "numpy.linalg.norm": [
         (lambda x: np.linalg.norm(x), (lambda r: normal(r, 3, 4),)),
         (lambda x: np.linalg.norm(x, axis=1) * B[:3], (lambda r: normal(r, 3, 4),)),
         (lambda x: np.linalg.norm(x, axis=0, keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, axis=(1, 2)) * B[:2], (lambda r: normal(r, 2, 3, 4),)),  # a stack of matrices
     ],
     # --- shape -------------------------------------------------------------------------
     "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],
@@ -277,7 +324,10 @@ SPECS = {
     "ndarray.copy": [(lambda x: x.copy() * x, (lambda r: normal(r, 4),))],
     "ndarray.ravel": [(lambda x: x.ravel() * 2.0, (lambda r: normal(r, 2, 2),))],
     "ndarray.flatten": [(lambda x: x.flatten() * B, (lambda r: normal(r, 2, 2),))],
-    "ndarray.astype": [(lambda x: x.astype(np.float64) * x, (lambda r: normal(r, 3),))],
+    "ndarray.astype": [
+        (lambda x: x.astype(np.float64) * x, (lambda r: normal(r, 3),)),
+        (_astype_round_trip, (lambda r: normal(r, 3),)),
+    ],
     "getitem": [
         (lambda x: x[1:, 0] * x[0, 1], (lambda r: normal(r, 3, 4),)),
         (lambda x: x[np.array([0, 0, 2])] * 2.0, (lambda r: normal(r, 4),)),
@@ -301,9 +351,14 @@ SPECS = {
     "numpy.empty": [(lambda x: x * np.empty(0).size, (lambda r: normal(r, 3),))],
     "numpy.empty_like": [(lambda x: x * np.empty_like(x).shape[0], (lambda r: normal(r, 3),))],
     "numpy.arange": [(lambda x: x * np.arange(3.0), (lambda r: normal(r, 3),))],
-    "numpy.linspace": [(lambda x: x * np.linspace(0.0, 1.0, 3), (lambda r: normal(r, 3),))],
     "numpy.eye": [(lambda x: x @ np.eye(3, 4, 1), (lambda r: normal(r, 2, 3),))],
     "numpy.identity": [(lambda x: x @ np.identity(3), (lambda r: normal(r, 2, 3),))],
+    "numpy.linspace": [
+        (lambda x: x * np.linspace(0.0, 1.0, 3), (lambda r: normal(r, 3),)),
+        (lambda x, y: np.linspace(x, y, 5) ** 2, (lambda r: float(normal(r)), lambda r: float(normal(r)))),
+        (lambda x, y: np.linspace(x, y, 4, endpoint=False) * B[:3], (lambda r: normal(r, 3), lambda r: normal(r, 3))),
+        (lambda y: np.linspace(0.5, y, 1) + np.linspace(y, 2.0, 2, False), (lambda r: float(normal(r)),)),
+    ],
     "numpy.full": [(lambda x: np.full((3, 4), x) * B, (lambda r: normal(r, 4),)), (lambda x: x * np.full(3, 2.0), (lambda r: normal(r, 3),))],
     "numpy.full_like": [(lambda x, y: np.full_like(x, y) * x, (lambda r: normal(r, 3, 4), lambda r: float(normal(r))))],
     "numpy.argwhere": [(lambda x: x[np.argwhere(x > 0.0)[:, 0]] * 2.0, (lambda r: normal(r, 5) + 0.05,))],

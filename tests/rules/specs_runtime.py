@@ -32,6 +32,11 @@ def scalar(rng):
     return float(rng.standard_normal())
 
 
+def wellposed(rng, *shape):
+    """Matrices (a stack of them, for more than two axes) far from singular."""
+    return rng.standard_normal(shape) + 3.0 * np.eye(shape[-1])
+
+
 def _stack_grad_spec(g, x, y):
     a, b = rt.stack_grad(g, [x, y], 1)
     return a * 2.0 + b * b
@@ -151,6 +156,10 @@ RUNTIME_SPECS = {
         (lambda g, x, y: rt.dot_grad_x(g, x, y), (scalar, lambda r: normal(r, 4), lambda r: normal(r, 4))),
         (lambda g, x, y: rt.dot_grad_x(g, x, y), (lambda r: normal(r, 4), scalar, lambda r: normal(r, 4))),
         (lambda g, x, y: rt.dot_grad_x(g, x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4), scalar)),
+        # x @ y with stacks of matrices
+        (lambda g, x, y: rt.dot_grad_x(g, x, y), (lambda r: normal(r, 2, 3, 5), lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 2, 4, 5))),
+        (lambda g, x, y: rt.dot_grad_x(g, x, y), (lambda r: normal(r, 2, 3, 5), lambda r: normal(r, 3, 4), lambda r: normal(r, 2, 4, 5))),
+        (lambda g, x, y: rt.dot_grad_x(g, x, y), (lambda r: normal(r, 2, 5), lambda r: normal(r, 4), lambda r: normal(r, 2, 4, 5))),
     ],
     "srctrans.runtime.dot_grad_y": [
         (lambda g, x, y: rt.dot_grad_y(g, x, y), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
@@ -159,15 +168,20 @@ RUNTIME_SPECS = {
         (lambda g, x, y: rt.dot_grad_y(g, x, y), (scalar, lambda r: normal(r, 4), lambda r: normal(r, 4))),
         (lambda g, x, y: rt.dot_grad_y(g, x, y), (lambda r: normal(r, 4), scalar, lambda r: normal(r, 4))),
         (lambda g, x, y: rt.dot_grad_y(g, x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4), scalar)),
+        (lambda g, x, y: rt.dot_grad_y(g, x, y), (lambda r: normal(r, 2, 3, 5), lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 2, 4, 5))),
+        (lambda g, x, y: rt.dot_grad_y(g, x, y), (lambda r: normal(r, 2, 3, 5), lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 4, 5))),
+        (lambda g, x, y: rt.dot_grad_y(g, x, y), (lambda r: normal(r, 2, 5), lambda r: normal(r, 4), lambda r: normal(r, 2, 4, 5))),
     ],
     "srctrans.runtime.dot": [
         (lambda x, y: rt.dot(x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
         (lambda x, y: rt.dot(x, y), (lambda r: normal(r, 4), lambda r: normal(r, 4))),
         (lambda x, y: rt.dot(x, y), (scalar, lambda r: normal(r, 3))),
+        (lambda x, y: rt.dot(x, y), (lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 2, 4, 5))),
     ],
     "srctrans.runtime.matmul": [
         (lambda x1, x2: rt.matmul(x1, x2), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
         (lambda x1, x2: rt.matmul(x1, x2), (lambda r: normal(r, 2, 3), lambda r: normal(r, 3))),
+        (lambda x1, x2: rt.matmul(x1, x2), (lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 4, 2))),
     ],
     # --- elementwise ------------------------------------------------------------------------------
     "srctrans.runtime.xlogy": [
@@ -251,6 +265,18 @@ RUNTIME_SPECS = {
         (lambda g, x: rt.repeat_grad(g, x, 2, 0), (lambda r: normal(r, 6, 4), lambda r: normal(r, 3, 4))),
         (lambda g, x: rt.repeat_grad(g, x, REP, None), (lambda r: normal(r, 2), lambda r: normal(r, 3))),
     ],
+    "srctrans.runtime.pad_tangent": [
+        (lambda t: rt.pad_tangent(t, ((1, 0), (2, 1)), "constant") ** 2, (lambda r: normal(r, 3, 4),)),
+        (lambda t: rt.pad_tangent(t, 1, "constant") * t[0], (lambda r: normal(r, 4),)),
+    ],
+    "srctrans.runtime.linspace_grad": [
+        (lambda g, x: rt.linspace_grad(g, x, True, False), (lambda r: normal(r, 5), scalar)),
+        (lambda g, x: rt.linspace_grad(g, x, False, True) * x, (lambda r: normal(r, 4, 3), lambda r: normal(r, 3))),
+    ],
+    "srctrans.runtime.linspace_spread": [
+        (lambda u, g: rt.linspace_spread(u, g, True, True), (scalar, lambda r: normal(r, 5))),
+        (lambda u, g: rt.linspace_spread(u, g, False, False) * g, (lambda r: normal(r, 3), lambda r: normal(r, 4, 3))),
+    ],
     "srctrans.runtime.pad_grad": [
         (lambda g, x: rt.pad_grad(g, x, ((1, 0), (2, 1))), (lambda r: normal(r, 4, 7), lambda r: normal(r, 3, 4))),
         (lambda g, x: rt.pad_grad(g, x, 1), (lambda r: normal(r, 6), lambda r: normal(r, 4))),
@@ -291,6 +317,7 @@ RUNTIME_SPECS = {
     "srctrans.runtime.einsum": [
         (lambda x, y: rt.einsum("ij,jk->ik", x, y, None), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
         (lambda x: rt.einsum("ii->i", x, None, None) * x[0], (lambda r: normal(r, 3, 3),)),
+        (lambda x, y, z: rt.einsum("ij,j,k", x, y, z), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4), lambda r: normal(r, 2))),
     ],
     "srctrans.runtime.einsum_grad_x": [
         (lambda g, x, y: rt.einsum_grad_x("ij,jk->ik", g, x, y, None), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
@@ -307,6 +334,8 @@ RUNTIME_SPECS = {
     "srctrans.runtime.solve_grad_b": [
         (lambda g, a, b: rt.solve_grad_b(g, a, b), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3, 2))),
         (lambda g, a, b: rt.solve_grad_b(g, a, b), (lambda r: normal(r, 3), lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3))),
+        (lambda g, a, b: rt.solve_grad_b(g, a, b), (lambda r: normal(r, 2, 3, 2), lambda r: wellposed(r, 2, 3, 3), lambda r: normal(r, 2, 3, 2))),
+        (lambda g, a, b: rt.solve_grad_b(g, a, b), (lambda r: normal(r, 2, 3), lambda r: wellposed(r, 2, 3, 3), lambda r: normal(r, 3))),
     ],
     "srctrans.runtime.norm_grad": [
         (lambda g, x: rt.norm_grad(g, x, np.linalg.norm(x, None, 1), None, 1, False), (lambda r: normal(r, 3), lambda r: normal(r, 3, 4))),
@@ -331,15 +360,58 @@ RUNTIME_SPECS = {
         (lambda x: rt.matrix_transpose(x) * x, (lambda r: normal(r, 3, 3),)),
         (lambda x: rt.matrix_transpose(x), (lambda r: normal(r, 2, 3, 4),)),
     ],
-    "srctrans.runtime.half_tril": [(lambda m: rt.half_tril(m) * m, (lambda r: normal(r, 3, 3),))],
-    "srctrans.runtime.half_tril_sym": [(lambda m: rt.half_tril_sym(m) * m, (lambda r: normal(r, 3, 3),))],
-    "srctrans.runtime.sym_half_tril": [(lambda m: rt.sym_half_tril(m) * m, (lambda r: normal(r, 3, 3),))],
+    "srctrans.runtime.half_tril": [
+        (lambda m: rt.half_tril(m) * m, (lambda r: normal(r, 3, 3),)),
+        (lambda m: rt.half_tril(m) * m, (lambda r: normal(r, 2, 3, 3),)),
+    ],
+    "srctrans.runtime.half_tril_sym": [
+        (lambda m: rt.half_tril_sym(m) * m, (lambda r: normal(r, 3, 3),)),
+        (lambda m: rt.half_tril_sym(m) * m, (lambda r: normal(r, 2, 3, 3),)),
+    ],
+    "srctrans.runtime.sym_half_tril": [
+        (lambda m: rt.sym_half_tril(m) * m, (lambda r: normal(r, 3, 3),)),
+        (lambda m: rt.sym_half_tril(m) * m, (lambda r: normal(r, 2, 3, 3),)),
+    ],
     "srctrans.runtime.slogdet_grad": [
         (lambda s, logdet, x: rt.slogdet_grad((s, logdet), x), (scalar, scalar, lambda r: normal(r, 3, 3) + 3.0 * np.eye(3))),
+        (lambda s, logdet, x: rt.slogdet_grad((s, logdet), x), (lambda r: normal(r, 2), lambda r: normal(r, 2), lambda r: wellposed(r, 2, 3, 3))),
+    ],
+    # one number per matrix
+    "srctrans.runtime.scale_matrices": [
+        (lambda s, m: rt.scale_matrices(s, m), (scalar, lambda r: normal(r, 3, 3))),
+        (lambda s, m: rt.scale_matrices(s, m), (lambda r: normal(r, 2), lambda r: normal(r, 2, 3, 3))),
+        (lambda s, m: rt.scale_matrices(s, m), (lambda r: normal(r, 2), lambda r: normal(r, 3, 3))),  # one matrix, scaled twice
+    ],
+    "srctrans.runtime.matrix_inner": [
+        (lambda a, b: rt.matrix_inner(a, b), (lambda r: normal(r, 3, 3), lambda r: normal(r, 3, 3))),
+        (lambda a, b: rt.matrix_inner(a, b) * a[:, 0, 0], (lambda r: normal(r, 2, 3, 4), lambda r: normal(r, 2, 3, 4))),
+        (lambda a, b: rt.matrix_inner(a, b), (lambda r: normal(r, 3, 4), lambda r: normal(r, 2, 3, 4))),
+    ],
+    "srctrans.runtime.zeros_per_matrix": [
+        (lambda x: np.linalg.det(x) + rt.zeros_per_matrix(x), (lambda r: wellposed(r, 3, 3),)),
+        (lambda x: np.linalg.det(x) + rt.zeros_per_matrix(x), (lambda r: wellposed(r, 2, 3, 3),)),
+    ],
+    "srctrans.runtime.trace_grad": [
+        (lambda g, x: rt.trace_grad(g, x, 0, 0, 1), (scalar, lambda r: normal(r, 3, 3))),
+        (lambda g, x: rt.trace_grad(g, x, 1, 0, 1) * x, (scalar, lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.trace_grad(g, x, -1, 1, 2), (lambda r: normal(r, 2), lambda r: normal(r, 2, 3, 4))),
+    ],
+    # a vector b is one column for every matrix of a stack a
+    "srctrans.runtime.as_columns": [
+        (lambda v, b: rt.as_columns(v, b), (lambda r: normal(r, 2, 3), lambda r: normal(r, 3))),
+        (lambda v, b: rt.as_columns(v, b), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 2))),
+        (lambda v, b: rt.as_columns(v, b) * v[0, 0, 0], (lambda r: normal(r, 2, 2, 3), lambda r: normal(r, 3))),
+    ],
+    "srctrans.runtime.from_columns": [
+        (lambda m, b: rt.from_columns(m, b), (lambda r: normal(r, 2, 3, 1), lambda r: normal(r, 3))),
+        (lambda m, b: rt.from_columns(m, b), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 2))),
     ],
     "srctrans.runtime.solve_grad_a": [
         (lambda g, a, b: rt.solve_grad_a(g, a, b, np.linalg.solve(a, b)), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3, 2))),
         (lambda g, a, b: rt.solve_grad_a(g, a, b, np.linalg.solve(a, b)), (lambda r: normal(r, 3), lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3))),
         (lambda g, a, v: rt.solve_grad_a(g, a, v, v * 2.0), (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 3) + 3.0 * np.eye(3), lambda r: normal(r, 3, 2))),
+        (lambda g, a, b: rt.solve_grad_a(g, a, b, np.linalg.solve(a, b)), (lambda r: normal(r, 2, 3, 2), lambda r: wellposed(r, 2, 3, 3), lambda r: normal(r, 2, 3, 2))),
+        (lambda g, a, b: rt.solve_grad_a(g, a, b, np.linalg.solve(a, b)), (lambda r: normal(r, 2, 3), lambda r: wellposed(r, 2, 3, 3), lambda r: normal(r, 3))),
+        (lambda g, a, v, w: rt.solve_grad_a(g, a, v, w), (lambda r: normal(r, 2, 3), lambda r: wellposed(r, 2, 3, 3), lambda r: normal(r, 3), lambda r: normal(r, 2, 3))),
     ],
 }

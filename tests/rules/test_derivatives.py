@@ -1,7 +1,12 @@
 """Every derivative rule, checked against central differences along random directions.
 
 One spec per table entry (``specs.py``); a test asserts the table and the specs
-agree, and a planted wrong rule must be caught.
+agree, and a planted wrong rule must be caught. (Forward mode: tests/forward/test_rules_forward.py.)
+
+In float32 too: the adjoint file's cotangents and the tangent file's tangents, computed from
+float32 arguments, have the dtypes of what they belong to (float32 in, float32 out: no silent
+float64) and the values the float64 files (checked against central differences) give at the
+same point, to float32 precision.
 """
 
 from __future__ import annotations
@@ -12,10 +17,12 @@ import numpy as np
 import pytest
 
 import srctrans
+from srctrans.nesting import tangent_function, vjp_function
 from srctrans.rules import derivatives
 from srctrans.rules.derivatives import DERIVATIVES, elementwise
+from srctrans.tree import tree_flatten, tree_map
 
-from .specs import SPECS
+from .specs import SPECS, B, normal
 
 # Rules whose derivative deliberately differs from central differences, tested elsewhere.
 # Rules checked elsewhere: a collective's derivative needs a batch of examples (pmap or vmap).
@@ -73,3 +80,221 @@ def test_a_planted_wrong_rule_is_caught(monkeypatch):
     monkeypatch.setitem(derivatives.DERIVATIVES, "numpy.sin", elementwise("-np.cos({x})"))
     with pytest.raises(AssertionError, match="reverse mode"):
         srctrans.check_grads(fn, args, order=1, modes=("rev",))
+
+
+# --- every argument, stacks of matrices, float32: what the specs must exercise ---------------------
+
+# Parameters that take ints, axes, flags, strings or shapes: never a differentiated value.
+NOT_VALUES = frozenset(
+    "axis axes keepdims ddof index indices k offset axis1 axis2 n shift reps repeats pad_width mode subscripts "
+    "ord source destination endpoint at_stop dtype out shape condition num kind order axis_name indices_or_sections".split()
+)
+# The runtime helpers' parameters read only for a shape, for positions or as a constant have no
+# template; the specs pass each as a differentiated argument, so that the numerical check sees
+# its zero adjoint is right. Except:
+HELPER_PARAMS_NOT_EXERCISED = {
+    ("srctrans.runtime.logsumexp_grad", "b"): "logsumexp's b= is refused (NotImplementedError), not differentiated",
+    ("srctrans.runtime.shift_right", "fill"): "the rules that call it pass a literal",
+}
+
+
+def _unreachable_keys() -> set[str]:
+    """Table entries that name the same object as an earlier one (np.absolute is np.abs): never looked up."""
+    from srctrans.ad.reverse import _rule_keys_by_id
+    from srctrans.rules import object_named
+
+    by_id = _rule_keys_by_id()
+    return {k for k in DERIVATIVES if (obj := object_named(k)) is not None and by_id.get(id(obj)) != k}
+
+
+def _required_arguments(keys) -> set[tuple[str, str]]:
+    """(rule, parameter): every parameter a rule has a derivative template for, and every value
+    parameter of a runtime helper read without one."""
+    from srctrans.rules.runtime_helpers import RUNTIME_DERIVATIVES
+
+    required = set()
+    for key in keys:
+        rule = DERIVATIVES[key]
+        if rule.kind not in ("elementwise", "vjp"):
+            continue
+        required |= {(key, p) for p in rule.templates}
+        if key in RUNTIME_DERIVATIVES:
+            required |= {(key, p.name.lstrip("*")) for p in rule.params if p.name.lstrip("*") not in NOT_VALUES}
+    return required - set(HELPER_PARAMS_NOT_EXERCISED)
+
+
+def exercised_arguments(specs, monkeypatch) -> set[tuple[str, str]]:
+    """(rule, parameter) pairs that the adjoint files of ``specs`` apply a rule to with a
+    differentiated value in that parameter (files are written again, not reused, to see it)."""
+    from srctrans import pipeline
+    from srctrans.ad import reverse
+
+    seen: set[tuple[str, str]] = set()
+    apply = reverse.Reverse._apply
+
+    def recording(self, op, g, target, values, depth, block):
+        if op.rule is not None and op.key in DERIVATIVES:
+            seen.update((op.key, p.name.lstrip("*")) for p in op.rule.params if self._carries(op.args.get(p.name.lstrip("*"))))
+        return apply(self, op, g, target, values, depth, block)
+
+    monkeypatch.setattr(reverse.Reverse, "_apply", recording)
+    monkeypatch.setattr(pipeline, "_reuse", lambda *args, **kwargs: None)
+    for key, entries in specs.items():
+        wanted = _required_arguments([key])
+        for fn, makers in entries:
+            if wanted <= seen:
+                break  # (writing files is slow: enough specs of this rule seen)
+            vjp_function(fn, len(makers))
+    return seen
+
+
+def test_the_specs_differentiate_every_argument_of_every_rule(monkeypatch):
+    """A rule's template for an argument is checked only where a spec differentiates that argument."""
+    keys = set(SPECS) - set(NOT_NUMERIC) - _unreachable_keys()
+    specs = {k: SPECS[k] for k in sorted(keys)}
+    missing = _required_arguments(keys) - exercised_arguments(specs, monkeypatch)
+    assert not missing, f"no spec differentiates these arguments: {sorted(missing)}"
+
+
+def test_an_argument_no_spec_differentiates_is_found(monkeypatch):
+    x_only = {"numpy.multiply": [(lambda x: np.multiply(x, B), (lambda r: normal(r, 4),))]}
+    seen = exercised_arguments(x_only, monkeypatch)
+    assert ("numpy.multiply", "x") in seen and ("numpy.multiply", "y") not in seen
+
+
+def test_every_tangent_rule_covers_the_arguments_of_the_adjoint_rule():
+    """A differentiated argument with a reverse template but no tangent term would be dropped in forward mode."""
+    for key, rule in DERIVATIVES.items():
+        if isinstance(rule.jvp, dict):
+            assert set(rule.jvp) == set(rule.templates), key
+
+
+# linear algebra: rules that must hold matrix by matrix on stacks (..., n, n)
+STACKED = [
+    k for k in DERIVATIVES
+    if k.startswith("numpy.linalg.") or k in ("numpy.matmul", "numpy.trace", "numpy.einsum")
+    or k in {f"srctrans.runtime.{h}" for h in (
+        "matmul dot dot_grad_x dot_grad_y slogdet_grad solve_grad_a solve_grad_b matrix_transpose half_tril half_tril_sym "
+        "sym_half_tril scale_matrices matrix_inner zeros_per_matrix trace_grad as_columns from_columns"
+    ).split()}
+]
+
+
+@pytest.mark.parametrize("key", STACKED)
+def test_linear_algebra_rules_have_a_spec_on_a_stack_of_matrices(key):
+    assert any(
+        np.ndim(a) >= 3 for i, (fn, makers) in enumerate(SPECS[key]) for a in _args(key, i, makers)
+    ), f"{key}: no spec with a stack of matrices"
+
+
+def test_a_rule_that_drops_an_argument_is_caught(monkeypatch):
+    """np.linspace's endpoints taken for constants (its rule was nondiff): the spec that moves them fails."""
+    key = "numpy.linspace"
+    i = next(i for i, (fn, makers) in enumerate(SPECS[key]) if len(makers) == 2)
+    fn, makers = SPECS[key][i]
+    monkeypatch.setitem(derivatives.DERIVATIVES, key, derivatives.nondiff("start, stop, num=50"))
+    with pytest.raises(AssertionError, match="reverse mode"):
+        srctrans.check_grads(fn, _args(key, i, makers), order=1, modes=("rev",))
+
+
+def test_a_zero_adjoint_for_one_argument_is_caught(monkeypatch):
+    fn, makers = SPECS["numpy.multiply"][0]
+    monkeypatch.setitem(derivatives.DERIVATIVES, "numpy.multiply", elementwise("{y}", "0.0 * {x}"))
+    with pytest.raises(AssertionError, match="reverse mode"):
+        srctrans.check_grads(fn, _args("numpy.multiply", 0, makers), order=1, modes=("rev",))
+
+
+def test_an_argument_without_a_template_is_refused(monkeypatch):
+    fn, makers = SPECS["numpy.multiply"][0]
+    monkeypatch.setitem(derivatives.DERIVATIVES, "numpy.multiply", elementwise("{y}", None))
+    with pytest.raises(srctrans.NoDerivativeError, match="numpy.multiply with respect to its argument 2"):
+        srctrans.check_grads(fn, _args("numpy.multiply", 0, makers), order=1, modes=("rev",))
+
+
+def test_a_rule_that_transposes_a_whole_stack_is_caught(monkeypatch):
+    """inv's adjoint as it was: np.transpose reverses every axis of a stack (3, 3, 3), not each matrix."""
+    key = "numpy.linalg.inv"
+    fn, _ = next((fn, makers) for i, (fn, makers) in enumerate(SPECS[key]) if np.ndim(_args(key, i, makers)[0]) == 3)
+    wrong = derivatives.vjp("x", jvp=DERIVATIVES[key].jvp, x="-(np.transpose({ans}) @ {g} @ np.transpose({ans}))")
+    monkeypatch.setitem(derivatives.DERIVATIVES, key, wrong)
+    with pytest.raises(AssertionError, match="reverse mode"):
+        srctrans.check_grads(fn, (np.random.default_rng(0).standard_normal((3, 3, 3)) + 3.0 * np.eye(3),), order=1, modes=("rev",))
+
+
+def test_a_rule_that_widens_float32_is_caught(monkeypatch):
+    """astype's adjoint as it was ({g}: float64 for a float32 x cast to float64)."""
+    key = "ndarray.astype"
+    i = next(i for i, (fn, _) in enumerate(SPECS[key]) if fn.__name__ == "_astype_round_trip")
+    fn, makers = SPECS[key][i]
+    monkeypatch.setitem(derivatives.DERIVATIVES, key, derivatives.vjp("x, dtype", jvp=derivatives.LINEAR, x="{g}"))
+    with pytest.raises(AssertionError, match="cotangent of argument 0: float64"):
+        check_float32(fn, _args(key, i, makers))
+
+
+def _float32(value):
+    return value.astype(np.float32) if isinstance(value, np.ndarray) and value.dtype == np.float64 else value
+
+
+def _float64(value):
+    return value.astype(np.float64) if isinstance(value, np.ndarray) and value.dtype == np.float32 else value
+
+
+def _random_like(rng, value):
+    if isinstance(value, np.ndarray):
+        return rng.standard_normal(value.shape).astype(value.dtype)
+    return float(rng.standard_normal())
+
+
+def _leaves(tree) -> list:
+    return tree_flatten(tree)[0]
+
+
+def _close_in_float32(got, want, what: str) -> None:
+    for g, w in zip(_leaves(got), _leaves(want)):
+        w = np.asarray(w, dtype=np.float64)
+        scale = 1.0 + float(np.max(np.abs(w), initial=0.0))
+        np.testing.assert_allclose(np.asarray(g, dtype=np.float64), w, rtol=2e-3, atol=2e-3 * scale, err_msg=what)
+
+
+def _inexact_dtype(value):
+    dtype = np.asarray(value).dtype
+    return dtype if dtype.kind in "fc" else None
+
+
+def check_float32(fn, args) -> None:
+    """The adjoint and tangent files of ``fn`` at float32 arrays ``args``: dtypes, and values against float64."""
+    args32 = tuple(_float32(a) for a in args)
+    args64 = tuple(_float64(a) for a in args32)  # the same point
+    rng = np.random.default_rng(32)
+    out32 = fn(*args32)
+    single_precision = all(_inexact_dtype(v) is None or _inexact_dtype(v) == np.float32 for v in _leaves(out32))
+    # reverse: one cotangent per argument, in the argument's dtype where nothing promoted the output
+    ct32 = tree_map(lambda v: _random_like(rng, v) if _inexact_dtype(v) is not None else 0.0, out32)
+    adjoint = vjp_function(fn, len(args))
+    got = adjoint(*args32, ct32)
+    want = adjoint(*args64, tree_map(_float64, ct32))
+    got, want = (got, want) if len(args) > 1 else ((got,), (want,))
+    for k, (a, g) in enumerate(zip(args32, got)):
+        if isinstance(a, np.ndarray) and a.dtype == np.float32 and single_precision:
+            assert np.asarray(g).dtype == np.float32, f"cotangent of argument {k}: {np.asarray(g).dtype}, the argument float32"
+    _close_in_float32(got, want, "cotangents in float32 against float64")
+    # forward: the tangent of each output in that output's dtype (a Python float, weak, for a number)
+    tangents = tuple(_random_like(rng, a) for a in args32)
+    out, t_out = tangent_function(fn, len(args))(*args32, *tangents)
+    for k, (v, t) in enumerate(zip(_leaves(out), _leaves(t_out))):
+        if _inexact_dtype(v) is not None and type(t) is not float:
+            assert np.asarray(t).dtype == np.asarray(v).dtype, f"tangent of output {k}: {np.asarray(t).dtype}, the output {np.asarray(v).dtype}"
+    _, t_want = tangent_function(fn, len(args))(*args64, *(_float64(t) for t in tangents))
+    _close_in_float32(t_out, t_want, "tangents in float32 against float64")
+
+
+# functions that read their argument's dtype: another function in float32
+F32_OTHER_FUNCTION = {"ndarray.dtype"}
+F32_CASES = [
+    c for c in CASES if c[0] not in F32_OTHER_FUNCTION and any(isinstance(a, np.ndarray) for a in _args(c[0], c[1], c[3]))
+]
+
+
+@pytest.mark.parametrize("key,i,fn,makers", F32_CASES, ids=[f"{c[0]}-{c[1]}" for c in F32_CASES])
+def test_rule_in_float32(key, i, fn, makers):
+    check_float32(fn, _args(key, i, makers))

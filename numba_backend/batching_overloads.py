@@ -68,15 +68,6 @@ def _batch_alloc(v, n):
     return None
 
 
-@overload(rt.batch_tape)
-def _batch_tape(v, n):
-    if isinstance(v, types.Array):
-        def impl(v, n):
-            return np.empty((v.shape[0], n) + v.shape[1:], v.dtype)
-        return impl
-    return None
-
-
 def _compiled(source: str):
     """The function ``impl`` defined by ``source`` (written per tuple length by an overload)."""
     namespace = {"rt": rt}

@@ -120,8 +120,9 @@ class fused:  # noqa: N801 - reads as a function in generated files
         if xp is not np:
             ops = tuple(xp.asarray(a) if isinstance(a, np.ndarray) else a for a in ops)
         shape = shape or ()
-        dtype = self._dtype(tuple(a.dtype if hasattr(a, "dtype") else type(a) for a in ops))
-        if dtype.kind not in "biuf":
+        key = tuple(a.dtype if hasattr(a, "dtype") else type(a) for a in ops)
+        dtype = self._dtype(key)
+        if not _typed_as_numpy(key, dtype):  # the array library computes it, with NumPy's types
             return self.expression(*ops)
         out = xp.empty(shape, dtype)
         n = out.size
@@ -142,6 +143,19 @@ class fused:  # noqa: N801 - reads as a function in generated files
 
     def __repr__(self) -> str:
         return f"fused({getattr(self.kernel, '__name__', self.kernel)})"
+
+
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _typed_as_numpy(key: tuple, result: np.dtype) -> bool:
+    """Whether a kernel computes this line with NumPy's types: every array float64, numbers Python's
+    or float64, the result float64 or bool. Numba types a kernel's scalars its own way: integers
+    widen to int64 before they wrap (``uint8_array - 1 > 100``), and a Python float literal makes a
+    float32 line float64, so those lines are left to the array library (CuPy), which follows NumPy."""
+    if result != _FLOAT64 and result.kind != "b":
+        return False
+    return all(k == _FLOAT64 if isinstance(k, np.dtype) else k in (float, int, bool, np.float64) for k in key)
 
 
 def _operand(a: Any, shape: tuple) -> Any:
@@ -199,6 +213,7 @@ class _Launch:
         blocks = (out.size + THREADS - 1) // THREADS
         reference = xp.empty_like(out)
         numba_kernel(blocks, reference, operands)
+        out.data.memset_async(0xFF, out.nbytes)  # (a launch that writes nothing cannot pass for one that does)
         try:
             compiled = kernel.compile(tuple(sig))
             library = compiled._codelibrary

@@ -15,7 +15,7 @@ SIMULATED = bool(cuda.config.ENABLE_CUDASIM)
 def ld(a, i):
     """Element ``i`` of the result from operand ``a``: ``a[i]``, ``a[i % a.size]`` for a smaller
     operand (the result's trailing axes; one number on the device), or ``a`` itself for a number."""
-    if hasattr(a, "shape"):
+    if getattr(a, "ndim", 0):  # (a NumPy number has a shape too, of no axes)
         n = a.shape[0]
         return a[i] if i < n else a[i % n]
     return a

@@ -106,10 +106,10 @@ PER_EXAMPLE_THREADS = 32 if cuda_arrays.SIMULATED else 128
 
 def per_example(
     path: Path, name: str, params: list[str], values: list, batched: list[bool], constants: dict | None = None
-) -> tuple[list, Path]:
+) -> tuple[Any, Path]:
     """Function ``name`` of ``path`` run once per example as one CUDA kernel (one thread each):
     ``values`` batched along axis 0 where ``batched`` says; the results stacked on axis 0, on the
-    device, and the kernel file's path. ``constants``: the numbers of the function's module.
+    device (a tuple where the function returns one), and the kernel file's path. ``constants``: the numbers of the function's module.
 
     The kernel file is :func:`srctrans.parallel.kernels.kernel_file`'s (the scalar form pmap's CUDA
     stages use); a function it cannot scalarize raises its located ``SrcTransError``."""
@@ -149,4 +149,4 @@ def per_example(
     outs = [xp.empty((n, *shape), dtype=np.dtype(storage_dtype(dt))) for shape, dt in src.outputs]
     if n:
         kernel[(n + PER_EXAMPLE_THREADS - 1) // PER_EXAMPLE_THREADS, PER_EXAMPLE_THREADS](*args, *outs)
-    return outs, kpath
+    return (tuple(outs) if src.meta.get("tuple") else outs[0]), kpath

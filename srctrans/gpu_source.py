@@ -70,6 +70,7 @@ _COMPARE = {
     cst.Equal: "==", cst.NotEqual: "!=",
 }
 _HELPERS = ("ld", "maximum", "minimum", "sign")  # device functions of numba_backend.cuda_arrays kernels call
+_KERNEL_NAMES = frozenset({*_HELPERS, "cuda", "math", "fused"})
 
 
 class _NotElementwise(Exception):
@@ -100,12 +101,15 @@ class _Scalar:
         self.taken = taken
         self.operations = 0
         self.opaque: dict[str, cst.BaseExpression] = {}  # operand -> a value the host computes (X @ W)
+        self.params: dict[str, str] = {}  # operand -> the kernel's parameter for it
         self.depth = 0
 
     def local(self, name: str) -> str:
         if name not in self.locals:
             self.operands.append(name)
             self.locals[name] = _fresh(f"{name}_i", self.taken)
+            # a parameter that would hide a name the kernel reads (sign, cuda, math ...) gets another
+            self.params[name] = _fresh(f"{name}_", self.taken) if name in _KERNEL_NAMES else name
         return self.locals[name]
 
     def text(self, node: cst.BaseExpression) -> str:
@@ -160,9 +164,6 @@ class _Scalar:
         """The call's argument for operand ``name``: the name, or the value the host computes."""
         value = self.opaque.get(name)
         return cst.Name(name) if value is None else value.with_changes(lpar=[], rpar=[])
-
-    def argument(self, name: str) -> cst.BaseExpression:
-        return self.opaque.get(name, cst.Name(name))
 
     def qualified(self, func: cst.BaseExpression) -> str | None:
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in self.modules:
@@ -360,12 +361,12 @@ class _Fuse(cst.CSTTransformer):
         call = _fresh(f"{base}_fused", self.taken)
         out, i = _fresh("out", scalar.taken), _fresh("i", scalar.taken)
         expression = scalar.lambda_body(node, self.module)
-        params = ", ".join([out, *scalar.operands])
+        params = ", ".join([out, *(scalar.params[n] for n in scalar.operands)])
         lines = ["@cuda.jit(cache=True)", f"def {kernel}({params}):"]
         lines += [f"    {c}" for c in self.origin]
         lines.append(f"    # {expression}, one thread per element")
         lines += [f"    {i} = cuda.grid(1)", f"    if {i} < {out}.shape[0]:"]
-        lines += [f"        {scalar.locals[n]} = ld({n}, {i})" for n in scalar.operands]
+        lines += [f"        {scalar.locals[n]} = ld({scalar.params[n]}, {i})" for n in scalar.operands]
         lines.append(f"        {out}[{i}] = {code}")
         lines.append("")
         lines.append("")

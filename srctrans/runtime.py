@@ -886,11 +886,29 @@ def batch_alloc(v, n):
     return out
 
 
+class BatchTape(list):
+    """:func:`tape` of a batched value: ``n`` places for saved batches, written ``t[:, trip] = v`` and
+    read ``t[:, trip]`` as vmap's files index a batched array (batch axis first). Each place holds
+    the batch it was given, as it is: a loop whose values change dtype or shape between trips
+    (``s = 1`` then ``s = s * x``) reads back exactly what it saved."""
+
+    def __setitem__(self, key, value):
+        super().__setitem__(self._trip(key), value)
+
+    def __getitem__(self, key):
+        return super().__getitem__(self._trip(key))
+
+    @staticmethod
+    def _trip(key):
+        if isinstance(key, tuple) and len(key) == 2 and key[0] == slice(None):
+            return key[1]
+        raise IndexError(f"a batched tape is indexed [:, trip], got {key!r}")
+
+
 def batch_tape(v, n):
-    """:func:`tape` of a batched value: room for ``n`` saved batches, shaped ``(batch, n, ...)``
-    (the batch axis first), filled by ``t[:, trip] = v``."""
-    v = np.asarray(v)
-    return np.empty((v.shape[0], n) + v.shape[1:], dtype=v.dtype)
+    """:func:`tape` of a batched value (:class:`BatchTape`). Not compiled: a file that uses it runs
+    vmap's compiled per-example loop under jit instead."""
+    return BatchTape([v] * n)
 
 
 def batch_unbroadcast(g, x):

@@ -159,7 +159,7 @@ class VMapped:
 
             if self._jit is None and fn._compile:
                 self._jit = {k: v for k, v in fn._init_options.items() if not k.startswith("_")}
-            self._base = adjoint_function(fn, indexed=True)
+            self._base = adjoint_function(fn)
             self._one_tuple = not fn._single and len(fn._wrt) == 1
         elif isinstance(fn, Jitted):
             if self._jit is None and fn._compile:
@@ -182,6 +182,21 @@ class VMapped:
         self.__doc__ = getattr(base, "__doc__", None)
 
     # --- structure -------------------------------------------------------------------
+
+    def _batched_base(self) -> Callable:
+        """The function this level batches when it runs: of a grad, the adjoint file whose range
+        loops save on preallocated tapes, which vmap batches (``_base``, the one other
+        transformations differentiate, pushes and pops its tapes)."""
+        from ..api import Grad
+
+        if not isinstance(self._fn, Grad):
+            return self._base  # type: ignore[return-value]
+        found = self.__dict__.get("_indexed_base")
+        if found is None:
+            from ..nesting import adjoint_function
+
+            found = self.__dict__["_indexed_base"] = adjoint_function(self._fn, indexed=True)
+        return found
 
     def _chain(self) -> list[VMapped]:
         levels: list[VMapped] = [self]
@@ -302,8 +317,8 @@ class VMapped:
             return _MISMATCH
         source = self.__dict__.get("_kernel_source")
         if source is None:
-            source = self.__dict__["_kernel_source"] = _per_example_source(self._base)
-        constants = getattr(self._base, "__globals__", None)  # the numbers of its module (STEPS = 500)
+            source = self.__dict__["_kernel_source"] = _per_example_source(self._batched_base())
+        constants = getattr(self._batched_base(), "__globals__", None)  # the numbers of its module (STEPS = 500)
         if source is False:
             return _MISMATCH
         refused = self.__dict__.setdefault("_kernel_refused", set())
@@ -333,12 +348,10 @@ class VMapped:
         path, name = source
         try:
             outs, self.__dict__["_kernel_file"] = per_example(path, name, self._params, values, batched, constants)
-        except SrcTransError:  # no scalar form (a matrix product's adjoint, an unknown call ...)
+        except (SrcTransError, KeyError):  # no scalar form (a matrix product's adjoint, an unknown call, uint8 ...)
             refused.add(key)
             return _MISMATCH
-        if len(outs) == 1 and not self._one_tuple:
-            return outs[0]
-        return tuple(outs)
+        return (outs,) if self._one_tuple else outs
 
     def _batch_size(self, sizes: list[tuple[str, int, int]], axis_size: int | None) -> int:
         """The one batch size of the ``(label, in_axes entry, size)`` of each batched leaf, or ``axis_size``."""
@@ -601,8 +614,11 @@ class VMapped:
             options.update({k: self._jit[k] for k in options if k in self._jit})
         specs = [None] * len(levels)
         fn: Callable = levels[-1]._base  # type: ignore[assignment]
+        if not compiled_loop:  # (Numba's loop over the examples keeps tapes pushed and popped: a
+            # preallocated tape takes its type from the first trip, and a value may change type)
+            fn = levels[-1]._batched_base()
         if self._jit is not None:
-            fn = _compiled_grad(levels[-1], options)
+            fn = _compiled_grad(levels[-1], options, fn)
         for index in range(len(levels) - 1, -1, -1):
             level = levels[index]
             flags, ranks, size = per_level[index]
@@ -810,7 +826,7 @@ def _array(v: Any) -> Any:
     return np.asarray(v)
 
 
-def _compiled_grad(level: VMapped, options: dict) -> Callable:
+def _compiled_grad(level: VMapped, options: dict, base: Callable) -> Callable:
     """Under ``jit(vmap(grad(f)))``, the adjoint file Numba compiles: where ``f`` calls
     transformations (``srctrans.vmap(g, ...)(x)``), that file loops over their examples instead of
     calling their uncompiled vjp (see :mod:`srctrans.nested_calls`); else the level's function."""
@@ -819,5 +835,5 @@ def _compiled_grad(level: VMapped, options: dict) -> Callable:
 
     fn = level._fn
     if not isinstance(fn, Grad) or fn._compile or not _calls_transformations(fn._fn):
-        return level._base  # type: ignore[return-value]
-    return adjoint_function(Grad(fn._fn, **fn._grad_args, jit_options=options), indexed=True)
+        return base
+    return adjoint_function(Grad(fn._fn, **fn._grad_args, jit_options=options))

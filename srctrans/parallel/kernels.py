@@ -448,6 +448,9 @@ class _Statements(_Writing):
         count = _static_int(self.expr(call.args[1]), call, "a tape's length (the trips of its loop)")
         shape = (count,) + (value.shape if isinstance(value, Arr) else ())
         dtype = storage_dtype(value.dtype)
+        if not dtype.startswith("float"):
+            raise _Refuse(f"a tape of {dtype} values (a later trip may save another type)", call)
+        dtype = "float64"  # what the first trip saves may be float32 and a later trip's float64
         previous = self.env.get(name)
         if isinstance(previous, Arr) and previous.storage is not None and previous.shape == shape:
             return  # made already (the first trip of an outer loop's earlier pass)
@@ -536,7 +539,8 @@ class _Statements(_Writing):
         if node is None:
             raise _Refuse("a function that returns nothing")
         value = self.expr(node)
-        items = list(value.value) if isinstance(value, Const) and isinstance(value.value, tuple) else [value]
+        self.returns_tuple = isinstance(value, Const) and isinstance(value.value, tuple)
+        items = list(value.value) if self.returns_tuple else [value]
         outs = []
         for v in items:
             if isinstance(v, Const) and isinstance(v.value, (int, float, bool)) and not isinstance(v.value, tuple):
@@ -1414,6 +1418,7 @@ class _Scalarizer(_Random):
         self.args = args
         self.callees: dict[str, ast.FunctionDef] = {}  # functions of the same file, written in place when called
         self.constants: dict[str, Any] = {}  # numbers of the file's module (kernel_source's constants)
+        self.returns_tuple = False  # the function returns a tuple (of one value, perhaps)
         self.used_constants: set[str] = set()
         self.inlining: list[tuple[int, list]] = []  # per callee being written in place: (control depth, its return)
         self.modules = modules  # alias -> module, from the file's imports
@@ -1661,6 +1666,8 @@ def kernel_source(
         "args": [[a.name, list(a.shape), storage_dtype(a.dtype), a.batched] for a in args],
         "outputs": [[list(s), d] for s, d in outputs],
     }
+    if sc.returns_tuple:
+        meta["tuple"] = True
     if sc.used_constants:
         meta["constants"] = {k: sc.constants[k] for k in sorted(sc.used_constants)}
     dep = hashlib.sha256((text + json.dumps(meta) + Path(__file__).read_text()).encode()).hexdigest()[:16]

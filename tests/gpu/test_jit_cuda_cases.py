@@ -68,6 +68,24 @@ def noisy(key, x):
     k1, k2 = srctrans.random.split(key)
     return x * srctrans.random.normal(k1, x.shape) + srctrans.random.uniform(k2, x.shape)
 
+def int_start(x):
+    s = 1
+    for i in range(3):
+        s = s * np.sum(np.sin(x))
+    return s
+
+def one_tuple(x):
+    y = x
+    for i in range(2):
+        y = y * 2.0
+    return (y,)
+
+def shadows(x, sign, cuda):
+    return np.sign(x) * sign + cuda
+
+def wraps(a):
+    return (a - 1) > 100
+
 def cumulative_loop(x):
     for i in range(3):
         x = np.cumsum(x) * 0.5
@@ -206,3 +224,31 @@ def test_random_numbers_are_the_same_bits_as_without_jit(fns):
     got = host(f(key, x))
     want = fns.noisy(key, x)
     assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_a_loop_value_that_changes_type_is_saved_as_it_is(fns):
+    """s = 1, then s * (a float): each tape holds what its trip saved (not the first trip's type)."""
+    X = RNG.standard_normal((4, 3))
+    want = np.stack([srctrans.grad(fns.int_start)(x) for x in X])
+    close(srctrans.jit(srctrans.vmap(srctrans.grad(fns.int_start)), target="cuda")(X), want)
+    with pytest.raises(srctrans.SrcTransError, match="a tape of int64 values"):  # a kernel refuses, never guesses
+        srctrans.pmap(srctrans.grad(fns.int_start), backend="cuda")(X)
+
+
+def test_a_returned_tuple_of_one_stays_a_tuple(fns):
+    X = RNG.standard_normal((3, 2))
+    got = srctrans.jit(srctrans.vmap(fns.one_tuple), target="cuda")(X)
+    assert isinstance(got, tuple) and len(got) == 1
+    close(got, srctrans.vmap(fns.one_tuple)(X))
+
+
+def test_names_of_the_kernels_own_helpers_can_be_operands(fns):
+    x = RNG.standard_normal(5)
+    close(srctrans.jit(fns.shadows, target="cuda")(x, 2.0, 0.5), fns.shadows(x, 2.0, 0.5))
+
+
+def test_integer_lines_wrap_as_numpy_does(fns):
+    a = np.array([0, 1, 50, 200], dtype=np.uint8)
+    close(srctrans.jit(fns.wraps, target="cuda")(a), fns.wraps(a))
+    u = np.arange(6, dtype=np.uint8).reshape(3, 2)  # a loop of uint8 examples: no scalar form, the vectorized file
+    close(srctrans.jit(srctrans.vmap(fns.cumulative_loop), target="cuda")(u), srctrans.vmap(fns.cumulative_loop)(u))

@@ -213,8 +213,8 @@ class _Launch:
         blocks = (out.size + THREADS - 1) // THREADS
         reference = xp.empty_like(out)
         numba_kernel(blocks, reference, operands)
-        out.data.memset_async(0xFF, out.nbytes)  # (a launch that writes nothing cannot pass for one that does)
         try:
+            out.data.memset_async(0xFF, out.nbytes)  # (a launch that writes nothing cannot pass for one that does)
             compiled = kernel.compile(tuple(sig))
             library = compiled._codelibrary
             module = cupy.cuda.function.Module()

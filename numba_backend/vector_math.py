@@ -30,6 +30,7 @@ process keep calling libm.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import sys
@@ -106,14 +107,14 @@ def rewrite(ir: str, renames: dict[str, str]) -> str:
     keep their fast-math flags.
 
     The copies of other libraries' functions that Numba linked into the module
-    (``linkonce_odr``: an overload, a ufunc loop) become ``internal``: rewritten
-    here, they are no longer the code their own library holds, and a call of one
-    must reach this copy. As ``linkonce_odr`` symbols, the JIT linker resolved
+    (``linkonce_odr``: an overload, a ufunc loop) become private ones
+    (:func:`_private_copies`): rewritten here, they are no longer the code their
+    own library holds, and a call of one must reach this copy. As ``linkonce_odr`` symbols, the JIT linker resolved
     them to the library's unpatched definition when that was already loaded (a
     cold compile, which compiles it first) and to this copy when it was not (the
     same code loaded from Numba's cache): two results for one program.
     """
-    ir = re.sub(r"^define linkonce_odr ", "define internal ", ir, flags=re.M)
+    ir = _private_copies(ir)
     for intrinsic, name in renames.items():
         quoted = re.escape(intrinsic)
         linked = re.search(rf"^declare [^\n]*@{re.escape(name)}\(", ir, flags=re.M)  # a callee calls it already
@@ -124,6 +125,30 @@ def rewrite(ir: str, renames: dict[str, str]) -> str:
         ir = re.sub(rf"^declare (.*?)@{quoted}\((.*?)\)[^\n]*$", declare, ir, flags=re.M)
         ir = re.sub(rf"@{quoted}\(", f"@{name}(", ir)
     return ir
+
+
+_LINKED = re.compile(r'^define linkonce_odr [^@\n]*@("(?:[^"\\]|\\.)*"|[-\w$.]+)\(', re.M)
+
+
+def _private_copies(ir: str) -> str:
+    """``ir`` with each ``linkonce_odr`` definition made ``internal`` under a name of its own
+    (``@name`` -> ``@"name.srctrans.<digest>"``, the digest of the module's text).
+
+    Internal alone is not enough: LLVM's JIT linker (RuntimeDyld) enters a module's local
+    symbols in the table it resolves other modules' weak references with, so a later module's
+    copy of the same overload called this module's private copy, compiled for this module
+    alone (np.sum of a vector raised 'incompatible shape for array' after another generated
+    file had summed vectors). Under a name of its own nothing else can reach it; two copies
+    with one name come from one text, so they are the same code."""
+    names = [m.group(1) for m in _LINKED.finditer(ir)]
+    if not names:
+        return ir
+    digest = hashlib.sha1(ir.encode()).hexdigest()[:12]
+    for name in names:
+        bare = name[1:-1] if name.startswith('"') else name
+        private = f'@"{bare}.srctrans.{digest}"'
+        ir = re.sub(rf"@{re.escape(name)}(?![-\w$.])", lambda _m: private, ir)
+    return re.sub(r"^define linkonce_odr ", "define internal ", ir, flags=re.M)
 
 
 def _patch(library_class, jit_codegen_class) -> None:

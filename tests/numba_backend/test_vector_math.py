@@ -303,8 +303,49 @@ def test_rewrite_makes_the_copies_of_linked_functions_internal():
         declare <8 x double> @llvm.log.v8f64(<8 x double>) #0
         """)
     out = vector_math.rewrite(ir, {"llvm.log.v8f64": "_ZGVeN8v_log"})
-    assert "define internal <8 x double> @helper(" in out
+    private = re.search(r'define internal <8 x double> @("helper\.srctrans\.[0-9a-f]{12}")\(', out)
+    assert private, out  # internal, under a name no other module uses
+    assert f"call <8 x double> @{private.group(1)}(<8 x double> %x)" in out and "@helper(" not in out
     assert "define <8 x double> @_srctrans_f(" in out  # the module's own functions stay exported
+    assert vector_math.rewrite(ir, {"llvm.log.v8f64": "_ZGVeN8v_log"}) == out  # the same name in every run
+
+
+TWO_FILES = """
+    import numpy as np
+    import srctrans
+
+    def l1(x, y):
+        return np.sum(np.abs(x - y))
+
+    by_rows = srctrans.vmap(l1, in_axes=(0, None))
+
+    def through_a_global(xs, y):
+        return np.sum(np.sin(by_rows(xs, y)))
+
+    def total(x, y):
+        return np.sum(x)
+"""
+
+
+def test_a_private_copy_is_not_what_a_later_module_calls(tmp_path):
+    """The first file calls libmvec's sin and holds a private copy of np.sum's code for a vector;
+    the second file's np.sum of a vector called that copy (LLVM's JIT linker resolves weak
+    references with local symbols too): 'incompatible shape for array'. In a fresh process,
+    where this order is the only one."""
+    (tmp_path / "two_files.py").write_text(textwrap.dedent(TWO_FILES))
+    script = """
+        import numpy as np
+        import srctrans
+        import two_files as m
+
+        rng = np.random.default_rng(4)
+        xs, ys = rng.standard_normal((5, 3)), rng.standard_normal((4, 3))
+        batched = srctrans.jit(srctrans.vmap(m.through_a_global, in_axes=(None, 0)))
+        assert np.allclose(batched(xs, ys), [m.through_a_global(xs, y) for y in ys])
+        print(srctrans.jit(m.total)(ys[0], ys[0]) == np.sum(ys[0]))
+    """
+    env = {"SRCTRANS_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    assert run_python(script, env).split()[-1] == "True"
 
 
 COLD_WARM = """

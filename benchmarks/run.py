@@ -21,7 +21,18 @@ sys.path.insert(0, HERE)  # harness, cases
 sys.path.insert(1, os.path.dirname(HERE))  # srctrans and numba_backend from this checkout
 
 import harness  # noqa: E402
-from cases import dask_overhead, elementwise, forward, gradients, latency, loops, pmap, random_numbers, vmap  # noqa: E402
+from cases import (  # noqa: E402
+    dask_overhead,
+    elementwise,
+    forward,
+    gradients,
+    latency,
+    long_functions,
+    loops,
+    pmap,
+    random_numbers,
+    vmap,
+)
 
 CASES = {
     elementwise.NAME: elementwise,
@@ -33,6 +44,7 @@ CASES = {
     random_numbers.NAME: random_numbers,
     pmap.NAME: pmap,
     dask_overhead.NAME: dask_overhead,
+    long_functions.NAME: long_functions,
 }
 
 
@@ -62,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(f"== {name} " + "=" * max(0, 70 - len(name)))
         case = CASES[name]
-        count = args.runs if name == latency.NAME else args.repeats
+        count = args.runs if name in (latency.NAME, long_functions.NAME) else args.repeats
         case_start = time.perf_counter()
         try:
             if name == gradients.NAME:  # its first-call figures: fresh processes, at most 3 (JAX's take ~6 s each)

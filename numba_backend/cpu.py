@@ -33,7 +33,7 @@ from numba.core import errors as numba_errors
 from srctrans.cache import load_module
 from srctrans.errors import CacheWarning
 
-from . import flat_loops, memory, vector_math, weak_scalars
+from . import compile_budget, flat_loops, memory, vector_math, weak_scalars
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 memory.install()  # large arrays on huge pages, as NumPy does
@@ -89,30 +89,81 @@ def _summary(message: str) -> str:
 
 
 def _guard(dispatcher, path: str, lock: Callable[[], ContextManager]) -> None:
-    """Run the dispatcher's compile step under ``lock`` and translate Numba's errors."""
+    """Run the dispatcher's compile step under ``lock`` and translate Numba's errors; a
+    function whose compile would go over ``srctrans.config.compile_budget`` runs uncompiled
+    (:mod:`numba_backend.compile_budget`)."""
     compile_for_args = dispatcher._compile_for_args
+    uncompiled: set[tuple] = set()  # argument types whose compile went over the budget
 
     def locked_compile(*args, **kwargs):
-        with lock():
+        key = tuple(dispatcher.typeof_pyval(a) for a in args) if uncompiled else None
+        if key in uncompiled:
+            return dispatcher.py_func  # (Numba's dispatcher calls what this returns)
+        with lock(), compile_budget.session() as budget:
             try:
                 return compile_for_args(*args, **kwargs)
-            except (numba_errors.NumbaError, NotImplementedError) as err:  # (Numba's lowering raises the latter)
-                message = str(err)
-                raise GeneratedCodeError(_summary(message), path, _locate(message, path), _ANSI.sub("", message)) from None
-            except Exception as err:  # noqa: BLE001 - Numba's typing tripped on a call it half supports
-                # (``h.view()`` meets ``dtype, = args``; ``astype(..., copy=False)`` meets ``assert not kws``):
-                # a plain Python error from inside Numba, which names no line; the typing step it
-                # came from knows which line of the generated file it was reading.
-                # An error with no such line came from typing the arguments (a ragged nested
-                # list: "cannot reflect element of reflected container"): raised as it is.
-                line = _typing_line(err.__traceback__, path)
-                if line is None:
+            except Exception as err:
+                if budget.exceeded is None:
+                    _translate(err, path)
                     raise
-                summary = f"{type(err).__name__} inside Numba: {err}".rstrip(": ")
-                details = "".join(traceback.format_exception(err))
-                raise GeneratedCodeError(summary, path, line, details) from None
+        _warn_uncompiled(dispatcher.py_func, path, budget.exceeded)
+        uncompiled.add(tuple(dispatcher.typeof_pyval(a) for a in args))
+        return dispatcher.py_func
 
     dispatcher._compile_for_args = locked_compile
+
+
+def _translate(err: Exception, path: str) -> None:
+    """Raise a :class:`GeneratedCodeError` for Numba's ``err`` when it names a line of ``path``."""
+    if isinstance(err, (numba_errors.NumbaError, NotImplementedError)):  # (Numba's lowering raises the latter)
+        message = str(err)
+        raise GeneratedCodeError(_summary(message), path, _locate(message, path), _ANSI.sub("", message)) from None
+    # Numba's typing tripped on a call it half supports (``h.view()`` meets ``dtype, = args``;
+    # ``astype(..., copy=False)`` meets ``assert not kws``): a plain Python error from inside
+    # Numba, which names no line; the typing step it came from knows which line of the generated
+    # file it was reading. An error with no such line came from typing the arguments (a ragged
+    # nested list: "cannot reflect element of reflected container"): raised as it is.
+    line = _typing_line(err.__traceback__, path)
+    if line is not None:
+        summary = f"{type(err).__name__} inside Numba: {err}".rstrip(": ")
+        details = "".join(traceback.format_exception(err))
+        raise GeneratedCodeError(summary, path, line, details) from None
+
+
+def _warn_uncompiled(py_func, path: str, exceeded) -> None:
+    """Say which function runs uncompiled, where the user wrote it, and why."""
+    where = f"{py_func.__name__}"
+    try:
+        lines = Path(path).read_text().splitlines()
+        for text in lines[py_func.__code__.co_firstlineno:]:
+            m = re.match(r"\s*# (\S+:\d+)\s", text + " ")
+            if m:
+                where = f"{py_func.__name__} ({m.group(1)})"
+                break
+    except (OSError, AttributeError):
+        pass
+    arrays = f"{exceeded.arrays} array expressions, " if exceeded.arrays else ""
+    warnings.warn(
+        f"{where} runs uncompiled: compiling it would take about {exceeded.estimate:.0f} s "
+        f"({arrays}{exceeded.statements} Numba statements in {exceeded.function}), over "
+        f"srctrans.config.compile_budget = {exceeded.budget:.0f} s. NumPy runs its array lines and "
+        f"the functions it calls compile on their own; split it into functions to compile it in "
+        f"parts, or raise the budget with srctrans.config.update('compile_budget', seconds) "
+        f"(None: no bound). Generated file: {path}",
+        compile_budget.CompileBudgetWarning,
+        stacklevel=_user_stacklevel(),
+    )
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the innermost caller outside srctrans, numba_backend and Numba."""
+    import sys
+
+    ours = tuple(str(Path(m.__file__).resolve().parent) for m in (sys.modules["srctrans"], sys.modules["numba_backend"], numba))
+    frame, level = sys._getframe(2), 2  # (1: the function that calls warnings.warn)
+    while frame is not None and frame.f_code.co_filename.startswith(ours):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _mend_damaged_cache(dispatcher) -> None:
@@ -239,6 +290,7 @@ def compile_module(
     dispatchers = {}
     for name, fn in pyfuncs.items():
         jitted = numba.njit(
+            pipeline_class=compile_budget.pipeline_class(),
             cache=cache and name not in uncached,
             error_model="numpy",
             parallel=parallel and name == entry,

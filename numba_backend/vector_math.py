@@ -147,7 +147,7 @@ def _private_copies(ir: str) -> str:
     for name in names:
         bare = name[1:-1] if name.startswith('"') else name
         private = f'@"{bare}.srctrans.{digest}"'
-        ir = re.sub(rf"@{re.escape(name)}(?![-\w$.])", lambda _m: private, ir)
+        ir = re.sub(rf"@{re.escape(name)}(?![-\w$.])", private.replace("\\", "\\\\"), ir)
     return re.sub(r"^define linkonce_odr ", "define internal ", ir, flags=re.M)
 
 

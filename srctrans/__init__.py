@@ -17,6 +17,7 @@ from .config import config  # noqa: E402
 from .errors import (  # noqa: E402
     CacheError,
     CacheWarning,
+    CompileBudgetWarning,
     CompileError,
     NoDerivativeError,
     SourceUnavailableError,
@@ -26,12 +27,23 @@ from .errors import (  # noqa: E402
     ViewUpdateError,
 )
 from .parallel import all_gather, axis_index, devices, pmap, pmax, pmean, pmin, psum  # noqa: E402
-from .sharding import AxisType, Mesh, NamedSharding, PartitionSpec, device_get, device_put, get_abstract_mesh, make_mesh, set_mesh  # noqa: E402
+from .sharding import (  # noqa: E402
+    AxisType,
+    Mesh,
+    NamedSharding,
+    PartitionSpec,
+    device_get,
+    device_put,
+    get_abstract_mesh,
+    make_mesh,
+    set_mesh,
+)
 
 __all__ = [
     "AxisType",
     "CacheError",
     "CacheWarning",
+    "CompileBudgetWarning",
     "CompileError",
     "Mesh",
     "NamedSharding",

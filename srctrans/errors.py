@@ -101,6 +101,11 @@ class CacheWarning(UserWarning):
     """Something in the cache was damaged and has been replaced (a Numba cache entry ...)."""
 
 
+class CompileBudgetWarning(UserWarning):
+    """A generated function runs uncompiled: compiling it would take longer than
+    ``srctrans.config.compile_budget`` (see ``numba_backend/compile_budget.py``)."""
+
+
 class ViewUpdateError(SrcTransError):
     """``row += v`` at run time on a ``row`` that shares its array with another name (``row = X[i]``).
 

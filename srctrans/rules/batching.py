@@ -795,6 +795,12 @@ BATCHING: dict[str, BatchRule] = {
     "numpy.sinc": elementwise(),
     "numpy.deg2rad": elementwise(),
     "numpy.rad2deg": elementwise(),
+    "numpy.radians": elementwise(),
+    "numpy.degrees": elementwise(),
+    "numpy.real": elementwise(),
+    "numpy.imag": elementwise(),
+    "numpy.conj": elementwise(),
+    "numpy.conjugate": elementwise(),
     "numpy.isnan": elementwise(),
     "numpy.isfinite": elementwise(),
     # --- Python builtins and math: their NumPy counterparts on a batch --------------

@@ -176,6 +176,13 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.fabs": elementwise("np.sign({x})"),
     "numpy.deg2rad": elementwise("0.017453292519943295"),
     "numpy.rad2deg": elementwise("57.29577951308232"),
+    "numpy.radians": elementwise("0.017453292519943295"),
+    "numpy.degrees": elementwise("57.29577951308232"),
+    # of real input (the only kind differentiated): the number itself, or its zero imaginary part
+    "numpy.real": elementwise("1.0"),
+    "numpy.conj": elementwise("1.0"),
+    "numpy.conjugate": elementwise("1.0"),
+    "numpy.imag": elementwise("0.0"),
     "numpy.sinc": elementwise("rt.sinc_grad({x})"),
     "numpy.clip": elementwise("rt.inside_mask({x}, {y}, {z})", None, None),
     # --- Python builtins and math -----------------------------------------------
@@ -285,6 +292,7 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.broadcast_to": vjp("x, shape", jvp=LINEAR, x="rt.unbroadcast({g}, {x})"),
     "numpy.atleast_1d": vjp("x", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
     "numpy.atleast_2d": vjp("x", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
+    "numpy.atleast_3d": vjp("x", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
     "numpy.where": vjp("condition, x, y", jvp=LINEAR, x="rt.unbroadcast(np.where({condition}, {g}, 0.0), {x})", y="rt.unbroadcast(np.where({condition}, 0.0, {g}), {y})"),
     "numpy.diagonal": vjp("x, offset=0, axis1=0, axis2=1", jvp=LINEAR, x="rt.diagonal_grad({g}, {x}, {offset}, {axis1}, {axis2})"),
     "numpy.moveaxis": vjp("x, source, destination", jvp=LINEAR, x="rt.moveaxis_grad({g}, {x}, {source}, {destination})"),

@@ -442,6 +442,8 @@ _UNARY = {
     "numpy.sign": (-1.0, 1.0), "numpy.floor": (-2.0, 2.0), "numpy.ceil": (-2.0, 2.0),
     "numpy.trunc": (-2.0, 2.0), "numpy.rint": (-2.0, 2.0), "numpy.fix": (-2.0, 2.0), "numpy.sinc": None,
     "numpy.deg2rad": None, "numpy.rad2deg": None, "numpy.isnan": None, "numpy.isfinite": None,
+    "numpy.radians": None, "numpy.degrees": None, "numpy.real": None, "numpy.imag": None, "numpy.conj": None,
+    "numpy.conjugate": None,
 }
 _BINARY = [
     "numpy.add", "numpy.subtract", "numpy.multiply", "numpy.divide", "numpy.true_divide", "numpy.power",

@@ -117,6 +117,12 @@ SPECS = {
     "numpy.fabs": [(lambda x: np.fabs(x), (lambda r: normal(r, 3) + 0.1,))],
     "numpy.deg2rad": [(lambda x: np.deg2rad(x), (lambda r: normal(r, 3),))],
     "numpy.rad2deg": [(lambda x: np.rad2deg(x), (lambda r: normal(r, 3),))],
+    "numpy.radians": [(lambda x: np.radians(x), (lambda r: normal(r, 3),))],
+    "numpy.degrees": [(lambda x: np.degrees(x), (lambda r: normal(r, 3),))],
+    "numpy.real": [(lambda x: np.real(x) * x, (lambda r: normal(r, 3),))],
+    "numpy.conj": [(lambda x: np.conj(x) * x, (lambda r: normal(r, 3),))],
+    "numpy.conjugate": [(lambda x: np.conjugate(x) * x, (lambda r: normal(r, 3),))],
+    "numpy.imag": [(lambda x: np.imag(x) + x * x, (lambda r: normal(r, 3),))],
     "numpy.sinc": [(lambda x: np.sinc(x), (lambda r: normal(r, 3) + 0.05,))],
     "numpy.clip": [(lambda x: np.clip(x, -0.5, 0.5), (lambda r: normal(r, 6),))],
     # --- Python builtins and math -----------------------------------------------------
@@ -273,6 +279,7 @@ SPECS = {
     "numpy.broadcast_to": [(lambda x: np.broadcast_to(x, (3, 4)) * B, (lambda r: normal(r, 4),))],
     "numpy.atleast_1d": [(lambda x: np.atleast_1d(x) * 2.0, (lambda r: float(normal(r)),))],
     "numpy.atleast_2d": [(lambda x: np.atleast_2d(x) * B, (lambda r: normal(r, 4),))],
+    "numpy.atleast_3d": [(lambda x: np.atleast_3d(x) * x[None, :, None], (lambda r: normal(r, 4),))],
     "numpy.where": [(lambda x, y: np.where(x > 0.0, x, y), (lambda r: normal(r, 3, 4), lambda r: normal(r, 4)))],
     "numpy.diagonal": [
         (lambda x: np.diagonal(x) * 2.0, (lambda r: normal(r, 3, 4),)),

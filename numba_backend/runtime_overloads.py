@@ -920,6 +920,12 @@ def _getitem_grad_add_impl(g, n, index, who: str):
                 out[index] += g
 
             return impl_element
+        if ints == n and isinstance(g, types.Array) and g.ndim == 0:  # (np.atleast_1d's adjoint, reshaped to ())
+
+            def impl_element0(out, g, index):
+                out[index] += _flat_of(g, 1)[0]
+
+            return impl_element0
         if ints == n:
             raise TypingError(f"srctrans.runtime.{who}: the adjoint of an element must be a number, got {g}")
 
@@ -976,10 +982,116 @@ def _getitem_grad_add_impl(g, n, index, who: str):
                     k += 1
 
         return impl_mask
+    if isinstance(index, types.List) and isinstance(index.dtype, (types.Integer, types.Boolean)):
+        return lambda out, g, index: rt.getitem_grad_add(out, g, np.array(index))  # as NumPy reads a list
+    if _int_arrays_index(index, n):
+        return _int_arrays_impl(tuple(isinstance(t, types.Array) for t in index.types), n)
     raise TypingError(
         f"srctrans.runtime.{who}: index {index} is not supported under jit "
-        "(ints, slices, tuples of them, 1-D integer arrays and boolean masks are)"
+        "(ints, slices, tuples of them, integer arrays, tuples of ints and integer arrays, lists of ints "
+        "and boolean masks are)"
     )
+
+
+def _int_arrays_index(index: Any, n: int) -> bool:
+    """A tuple of ints and integer arrays (at least one), one per leading axis: ``x[rows, cols]``."""
+    if not isinstance(index, types.BaseTuple) or not 0 < len(index.types) <= n:
+        return False
+    arrays = [t for t in index.types if isinstance(t, types.Array)]
+    return bool(arrays) and all(
+        isinstance(t, types.Integer) or (isinstance(t, types.Array) and isinstance(t.dtype, types.Integer))
+        for t in index.types
+    )
+
+
+@register_jitable
+def _shape_array(a):
+    s = np.empty(a.ndim, np.intp)
+    for d in range(a.ndim):
+        s[d] = a.shape[d]
+    return s
+
+
+@register_jitable
+def _broadcast_shape(s1, s2):
+    """NumPy's broadcast of two shapes (1-D intp arrays)."""
+    nd = max(s1.size, s2.size)
+    out = np.ones(nd, np.intp)
+    for d in range(nd):
+        a = s1[d - nd + s1.size] if d >= nd - s1.size else 1
+        b = s2[d - nd + s2.size] if d >= nd - s2.size else 1
+        if a != b and a != 1 and b != 1:
+            raise IndexError("shape mismatch: indexing arrays could not be broadcast together")
+        out[d] = b if a == 1 else a
+    return out
+
+
+@register_jitable
+def _broadcast_offsets(shape, bshape):
+    """For every element of ``bshape`` (C order), the flat offset of the element of an array of
+    ``shape`` that broadcasting puts there."""
+    total = 1
+    for d in range(bshape.size):
+        total *= bshape[d]
+    out = np.zeros(total, np.intp)
+    lead = bshape.size - shape.size
+    for t in range(total):
+        rem = t
+        off = 0
+        step = 1
+        for d in range(bshape.size - 1, lead - 1, -1):
+            i = rem % bshape[d]
+            rem //= bshape[d]
+            if shape[d - lead] != 1:
+                off += i * step
+            step *= shape[d - lead]
+        out[t] = off
+    return out
+
+
+@register_jitable
+def _wrapped(j, size):
+    if j < -size or j >= size:
+        raise IndexError("index out of bounds")
+    return j + size if j < 0 else j
+
+
+def _int_arrays_impl(is_array: tuple[bool, ...], n: int):
+    """``out += getitem_grad(g, x, index)`` for a tuple of ints and integer arrays: the arrays
+    broadcast together, and each element of ``g`` (with the trailing axes) is added, in order,
+    at the row its indices name, so repeated indices add up as ``np.add.at``'s do."""
+    k = len(is_array)
+    lines = ["def impl(out, g, index):", "    b = np.empty(0, np.intp)"]
+    for j, arr in enumerate(is_array):
+        if arr:
+            lines += [
+                f"    p{j} = np.ascontiguousarray(index[{j}]).ravel()",
+                f"    s{j} = _shape_array(index[{j}])",
+                f"    b = _broadcast_shape(b, s{j})",
+            ]
+    for j, arr in enumerate(is_array):
+        if arr:
+            lines.append(f"    o{j} = _broadcast_offsets(s{j}, b)")
+    lines += [
+        "    m = 1",
+        "    for d in range(b.size):",
+        "        m *= b[d]",
+        "    rest = 1",
+        f"    for d in range({k}, {n}):",
+        "        rest *= out.shape[d]",
+        "    of = out.reshape(out.size)",
+        "    gf = _flat_of(g, m * rest)",
+        "    for t in range(m):",
+        "        row = 0",
+    ]
+    for j, arr in enumerate(is_array):
+        value = f"p{j}[o{j}[t]]" if arr else f"index[{j}]"
+        lines.append(f"        row = row * out.shape[{j}] + _wrapped({value}, out.shape[{j}])")
+    lines += ["        for r in range(rest):", "            of[row * rest + r] += gf[t * rest + r]", ""]
+    helpers = (_flat_of, _shape_array, _broadcast_shape, _broadcast_offsets, _wrapped)
+    namespace = {"np": np, **{h.__name__: h for h in helpers}}
+    exec(compile("\n".join(lines), "<srctrans runtime overload getitem_grad_add>", "exec"), namespace)
+    return namespace["impl"]
 
 
 @overload(rt.getitem_grad)

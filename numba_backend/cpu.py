@@ -231,6 +231,7 @@ _NEEDS = {
     "random_overloads": re.compile(r"\brandom\b"),
     "batching_overloads": re.compile(r"\brt\.(batch_|prange\b)"),
     "forward_overloads": re.compile(r"\brt\.cholesky_jvp\b"),
+    "scipy_overloads": re.compile(r"\bscipy\b"),
 }
 
 

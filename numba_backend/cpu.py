@@ -230,7 +230,7 @@ _NEEDS = {
     "runtime_overloads": re.compile(r"\bsrctrans\.runtime\b|\brt\.|\bstop_gradient\b"),
     "random_overloads": re.compile(r"\brandom\b"),
     "batching_overloads": re.compile(r"\brt\.(batch_|prange\b)"),
-    "forward_overloads": re.compile(r"\brt\.cholesky_jvp\b"),
+    "forward_overloads": re.compile(r"\brt\.(cholesky_jvp|pad_tangent)\b"),
     "scipy_overloads": re.compile(r"\bscipy\b"),
 }
 

@@ -251,3 +251,13 @@ def test_the_gradients_are_right():
         eps = 1e-6
         slope = (g(x + eps * direction) - g(x - eps * direction)) / (2 * eps)
         np.testing.assert_allclose(np.sum(grad * direction), slope, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.slow
+def test_jit_jvp_of_pad():
+    # the tangent file calls rt.pad_tangent, which had no overload
+    v = np.random.default_rng(2).standard_normal(X.shape)
+    want = srctrans.jvp(pad_f, (X,), (v,))
+    got = srctrans.jvp(srctrans.jit(pad_f), (X,), (v,))
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)

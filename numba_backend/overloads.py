@@ -1737,6 +1737,8 @@ def _ov_dot_more(a, b):
         if not (a_num or isinstance(a, types.Array)) or not (b_num or isinstance(b, types.Array)):
             return None
         dt = np.result_type(*[as_dtype(t.dtype if isinstance(t, types.Array) else t) for t in (a, b)])
+        if dt.kind == "b":
+            raise TypingError(f"{fname}: booleans only are not supported under jit, got {a} and {b}")
         scalar = dt.type
         if a_num and b_num:
             return lambda a, b: scalar(a) * scalar(b)
@@ -1902,14 +1904,14 @@ def _ov_roll_axis(a, shift, axis=None):
     fname = "np.roll"
     if _is_none(axis):
         return None  # Numba's own
-    _require_array(a, fname)
+    _require_array(a, fname, 1)
     _axis_kind(axis, fname, allow_tuple=False)
     if not isinstance(shift, types.Integer):
         raise TypingError(f"{fname}: with an int axis, shift must be an int, got {shift}")
     nd = a.ndim
 
     def impl(a, shift, axis=None):
-        ax = _norm_axis(_unliteral(axis), max(nd, 1))
+        ax = _norm_axis(_unliteral(axis), nd)
         a3 = _view3_axis(a, ax)
         out3 = np.empty(a3.shape, a.dtype)
         n = a3.shape[1]

@@ -224,12 +224,14 @@ def _discard(cache, err: Exception) -> None:
 _NEEDS = {
     "overloads": re.compile(
         r"\b(sum|prod|mean|std|var|max|amax|min|amin|all|any|argmax|argmin|norm|einsum|tensordot|"
-        r"squeeze|tile|stack|concatenate|hstack|vstack|array|at|matmul)\b|@"
+        r"squeeze|tile|stack|concatenate|hstack|vstack|array|at|matmul|dot|repeat|diff|roll|diagonal|pad|"
+        r"cholesky|atleast_1d|atleast_2d|atleast_3d)\b|@|=\s*\["  # (=\s*\[: a list, which may index an array)
     ),
     "runtime_overloads": re.compile(r"\bsrctrans\.runtime\b|\brt\.|\bstop_gradient\b"),
     "random_overloads": re.compile(r"\brandom\b"),
     "batching_overloads": re.compile(r"\brt\.(batch_|prange\b)"),
-    "forward_overloads": re.compile(r"\brt\.cholesky_jvp\b"),
+    "forward_overloads": re.compile(r"\brt\.(cholesky_jvp|pad_tangent)\b"),
+    "scipy_overloads": re.compile(r"\bscipy\b"),
 }
 
 

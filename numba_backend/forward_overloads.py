@@ -1,4 +1,5 @@
-"""Numba overloads for the forward-mode helpers of ``srctrans.runtime`` (``cholesky_jvp``).
+"""Numba overloads for the forward-mode helpers of ``srctrans.runtime`` (``cholesky_jvp``,
+``pad_tangent``).
 
 Registered when imported; :func:`numba_backend.cpu.compile_module` imports this module
 for generated files that call one of them.
@@ -32,3 +33,12 @@ def _ov_cholesky_jvp(t, ans):
         return np.dot(np.ascontiguousarray(ans), m)
 
     return impl
+
+
+@overload(rt.pad_tangent)
+def _ov_pad_tangent(t, pad_width, mode="constant"):
+    from . import overloads  # noqa: F401  (np.pad, which checks the mode)
+
+    if not isinstance(t, types.Array):
+        raise TypingError(f"srctrans.runtime.pad_tangent: under jit, t must be an array, got {t}")
+    return lambda t, pad_width, mode="constant": np.pad(t, pad_width, mode)

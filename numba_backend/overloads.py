@@ -18,7 +18,11 @@ under ``numba.njit``. It owns:
   ``np.minimum`` (repeated indices accumulate);
 - ``np.linalg.inv``, ``det``, ``slogdet`` and ``solve`` on stacks of matrices ``(..., n, n)``,
   one matrix at a time (``solve``'s ``b``: a vector or a matrix for every matrix, or one stack
-  of the same leading shape).
+  of the same leading shape); ``np.linalg.cholesky`` on stacks;
+- ``np.dot`` with a number, or with an operand of 3 or more dimensions;
+- ``axis=`` for ``np.repeat``, ``np.diff`` and ``np.roll``; ``np.diagonal`` (as a copy);
+  ``np.pad`` in mode ``'constant'``; ``np.atleast_1d/2d/3d`` of a number; an array indexed
+  with a list of ints (``x[[0, 2]]``).
 
 Numba tries the implementations it registered itself before these, so a call it already
 compiled keeps its old implementation; these are reached only where Numba's fail. An
@@ -1699,3 +1703,367 @@ def _register_ufunc_at(ufunc: np.ufunc) -> None:
 
 for _ufunc in (np.add, np.subtract, np.multiply, np.maximum, np.minimum):
     _register_ufunc_at(_ufunc)
+
+
+# --- np.linalg.cholesky on stacks of matrices ---
+
+
+@overload(np.linalg.cholesky)
+def _ov_cholesky_stack(a):
+    if not _require_stack(a, "np.linalg.cholesky"):
+        return None
+
+    def impl(a):
+        a3 = _matrices(a)
+        out = np.empty(a3.shape, a3.dtype)
+        for i in range(a3.shape[0]):
+            out[i] = np.linalg.cholesky(a3[i])
+        return out.reshape(a.shape)
+
+    return impl
+
+
+# --- np.dot with a number, or with operands of 3 or more dimensions ---
+
+
+@overload(np.dot)
+def _ov_dot_more(a, b):
+    """``np.dot`` where Numba's stops: a number operand (a product in the operands' common
+    dtype, the number taken as a 0-d array as NumPy does), or an operand of 3 or more
+    dimensions (``dot(a, b)[i..., j..., m] = sum_n a[i..., n] b[j..., n, m]``)."""
+    fname = "np.dot"
+    a_num, b_num = isinstance(a, (types.Number, types.Boolean)), isinstance(b, (types.Number, types.Boolean))
+    if a_num or b_num:
+        if not (a_num or isinstance(a, types.Array)) or not (b_num or isinstance(b, types.Array)):
+            return None
+        dt = np.result_type(*[as_dtype(t.dtype if isinstance(t, types.Array) else t) for t in (a, b)])
+        if dt.kind == "b":
+            raise TypingError(f"{fname}: booleans only are not supported under jit, got {a} and {b}")
+        scalar = dt.type
+        if a_num and b_num:
+            return lambda a, b: scalar(a) * scalar(b)
+        if a_num:
+            return lambda a, b: scalar(a) * b.astype(scalar)
+        return lambda a, b: a.astype(scalar) * scalar(b)
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)) or max(a.ndim, b.ndim) < 3:
+        return None
+    if a.ndim == 0 or b.ndim == 0:
+        return None
+    _require_numeric(a, fname, allow_bool=False)
+    _require_numeric(b, fname, allow_bool=False)
+    dt = _result_dtype(a, b)
+    if dt.kind not in "fc":
+        raise TypingError(
+            f"{fname}: operands of 3 or more dimensions must be float or complex under jit, got {a} and {b}"
+        )
+    scalar = dt.type
+    na, nb = a.ndim, b.ndim
+    out_nd = na - 1 + max(nb - 1, 0)
+
+    def impl(a, b):
+        n = a.shape[-1]
+        if b.ndim == 1:
+            m = 1
+            if b.shape[0] != n:
+                raise ValueError("shapes not aligned")
+            b3 = np.ascontiguousarray(b).astype(scalar).reshape((1, n, 1))
+        else:
+            m = b.shape[-1]
+            if b.shape[-2] != n:
+                raise ValueError("shapes not aligned")
+            b3 = _matrices(b).astype(scalar)
+        a2 = np.ascontiguousarray(a).astype(scalar).reshape((_prod_range(a.shape, 0, na - 1), n))
+        out = np.empty((a2.shape[0], b3.shape[0], m), scalar)
+        for j in range(b3.shape[0]):
+            out[:, j, :] = np.dot(a2, b3[j])
+        shape = np.empty(out_nd, np.intp)
+        for d in range(na - 1):
+            shape[d] = a.shape[d]
+        for d in range(nb - 1):
+            shape[na - 1 + d] = b.shape[d] if d < nb - 2 else b.shape[nb - 1]
+        return out.reshape(to_fixed_tuple(shape, out_nd))
+
+    return impl
+
+
+# --- along one axis: repeat, diff, roll with axis= (Numba's take none); diagonal ---
+# Each views its input as a C block (outer, n, inner) around the axis, as the reductions do.
+
+
+@register_jitable
+def _with_extent(shape, ax, n, ndim):
+    """``shape`` with its axis ``ax`` of extent ``n``, as a tuple of ``ndim`` ints."""
+    out = np.empty(ndim, np.intp)
+    for d in range(ndim):
+        out[d] = shape[d]
+    out[ax] = n
+    return to_fixed_tuple(out, ndim)
+
+
+@register_jitable
+def _repeat_count_int(repeats, n):
+    if repeats < 0:
+        raise ValueError("repeats may not contain negative values.")
+    return np.full(n, repeats, np.intp)
+
+
+@register_jitable
+def _repeat_count_array(repeats, n):
+    if repeats.size != n and repeats.size != 1:
+        raise ValueError("operands could not be broadcast together")
+    counts = np.empty(n, np.intp)
+    for i in range(n):
+        r = repeats[i] if repeats.size == n else repeats[0]
+        if r < 0:
+            raise ValueError("repeats may not contain negative values.")
+        counts[i] = r
+    return counts
+
+
+@overload(np.repeat)
+def _ov_repeat_axis(a, repeats, axis=None):
+    fname = "np.repeat"
+    if _is_none(axis):
+        return None  # Numba's own (a flat result)
+    _require_array(a, fname, 1)
+    _axis_kind(axis, fname, allow_tuple=False)
+    if isinstance(repeats, types.Integer):
+        counts_of = _repeat_count_int
+    elif isinstance(repeats, types.Array) and repeats.ndim <= 1 and isinstance(repeats.dtype, types.Integer):
+        counts_of = _repeat_count_array
+    else:
+        raise TypingError(f"{fname}: repeats must be an int or a 1-D array of ints, got {repeats}")
+    nd = a.ndim
+
+    def impl(a, repeats, axis=None):
+        ax = _norm_axis(_unliteral(axis), nd)
+        a3 = _view3_axis(a, ax)
+        counts = counts_of(repeats, a3.shape[1])
+        out3 = np.empty((a3.shape[0], counts.sum(), a3.shape[2]), a.dtype)
+        for p in range(a3.shape[0]):
+            j = 0
+            for i in range(a3.shape[1]):
+                for _ in range(counts[i]):
+                    out3[p, j, :] = a3[p, i, :]
+                    j += 1
+        return out3.reshape(_with_extent(a.shape, ax, out3.shape[1], nd))
+
+    return impl
+
+
+@register_jitable
+def _diff_step(b3):
+    """One difference along the middle axis of ``b3`` (wrapping as NumPy's integers do)."""
+    length = max(b3.shape[1] - 1, 0)
+    out = np.empty((b3.shape[0], length, b3.shape[2]), b3.dtype)
+    for p in range(b3.shape[0]):
+        for i in range(length):
+            for q in range(b3.shape[2]):
+                out[p, i, q] = b3[p, i + 1, q] - b3[p, i, q]
+    return out
+
+
+@register_jitable
+def _diff_step_bool(b3):
+    """``_diff_step`` of booleans: NumPy's ``not_equal``."""
+    length = max(b3.shape[1] - 1, 0)
+    out = np.empty((b3.shape[0], length, b3.shape[2]), b3.dtype)
+    for p in range(b3.shape[0]):
+        for i in range(length):
+            for q in range(b3.shape[2]):
+                out[p, i, q] = b3[p, i + 1, q] != b3[p, i, q]
+    return out
+
+
+@overload(np.diff)
+def _ov_diff_axis(a, n=1, axis=-1, prepend=None, append=None):
+    fname = "np.diff"
+    if not (_is_none(prepend) and _is_none(append)):
+        raise TypingError(f"{fname}: prepend= and append= are not supported under jit")
+    _require_array(a, fname, 1)
+    _axis_kind(axis, fname, allow_tuple=False)
+    if not isinstance(n, (int, types.Integer, types.Omitted)):
+        raise TypingError(f"{fname}: n must be an int, got {n}")
+    nd = a.ndim
+    step = _diff_step_bool if isinstance(a.dtype, types.Boolean) else _diff_step
+
+    def impl(a, n=1, axis=-1, prepend=None, append=None):
+        if n < 0:
+            raise ValueError("order must be non-negative")
+        ax = _norm_axis(_unliteral(axis), nd)
+        cur = _view3_axis(a, ax).copy()
+        for _ in range(n):
+            cur = step(cur)
+        return cur.reshape(_with_extent(a.shape, ax, cur.shape[1], nd))
+
+    return impl
+
+
+@overload(np.roll)
+def _ov_roll_axis(a, shift, axis=None):
+    fname = "np.roll"
+    if _is_none(axis):
+        return None  # Numba's own
+    _require_array(a, fname, 1)
+    _axis_kind(axis, fname, allow_tuple=False)
+    if not isinstance(shift, types.Integer):
+        raise TypingError(f"{fname}: with an int axis, shift must be an int, got {shift}")
+    nd = a.ndim
+
+    def impl(a, shift, axis=None):
+        ax = _norm_axis(_unliteral(axis), nd)
+        a3 = _view3_axis(a, ax)
+        out3 = np.empty(a3.shape, a.dtype)
+        n = a3.shape[1]
+        if n == 0:
+            return out3.reshape(a.shape)
+        s = shift % n
+        for p in range(a3.shape[0]):
+            for i in range(n):
+                out3[p, (i + s) % n, :] = a3[p, i, :]
+        return out3.reshape(a.shape)
+
+    return impl
+
+
+@overload(np.diagonal)
+def _ov_diagonal(a, offset=0, axis1=0, axis2=1):
+    """``np.diagonal`` as a new array (NumPy's is a read-only view): the other axes in order,
+    then the diagonal."""
+    fname = "np.diagonal"
+    _require_array(a, fname, 2)
+    for name, t in (("offset", offset), ("axis1", axis1), ("axis2", axis2)):
+        if not isinstance(t, (int, types.Integer, types.Omitted)):
+            raise TypingError(f"{fname}: {name} must be an int, got {t}")
+    nd = a.ndim
+    out_nd = nd - 1
+
+    def impl(a, offset=0, axis1=0, axis2=1):
+        ax1, ax2 = _norm_axis(axis1, nd), _norm_axis(axis2, nd)
+        if ax1 == ax2:
+            raise ValueError("axis1 and axis2 cannot be the same")
+        perm = np.empty(nd, np.intp)
+        j = 0
+        for d in range(nd):
+            if d != ax1 and d != ax2:
+                perm[j] = d
+                j += 1
+        perm[nd - 2], perm[nd - 1] = ax1, ax2
+        t = np.ascontiguousarray(a.transpose(to_fixed_tuple(perm, nd)))
+        n1, n2 = a.shape[ax1], a.shape[ax2]
+        rows = t.reshape((_prod_range(t.shape, 0, nd - 2), n1, n2))
+        r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
+        length = max(min(n1 - r0, n2 - c0), 0)
+        out = np.empty((rows.shape[0], length), a.dtype)
+        for k in range(rows.shape[0]):
+            for i in range(length):
+                out[k, i] = rows[k, r0 + i, c0 + i]
+        shape = np.empty(out_nd, np.intp)
+        for d in range(nd - 2):
+            shape[d] = t.shape[d]
+        shape[nd - 2] = length
+        return out.reshape(to_fixed_tuple(shape, out_nd))
+
+    return impl
+
+
+# --- np.pad, mode 'constant' ---
+
+
+def _pad_widths(pad_width: Any, fname: str) -> Callable:
+    """Jitted (pad_width, ndim) -> (before, after) arrays for the forms NumPy takes: ``n``,
+    ``(n,)``, ``(before, after)``, ``((before, after),)`` or one pair per axis."""
+    if isinstance(pad_width, types.Integer):
+        return register_jitable(lambda pw, nd: (np.full(nd, pw, np.intp), np.full(nd, pw, np.intp)))
+    if _is_int_tuple(pad_width) and len(pad_width.types) in (1, 2):
+        last = len(pad_width.types) - 1
+        return register_jitable(lambda pw, nd: (np.full(nd, pw[0], np.intp), np.full(nd, pw[last], np.intp)))
+    if isinstance(pad_width, types.BaseTuple) and all(
+        _is_int_tuple(t) and len(t.types) in (1, 2) for t in pad_width.types
+    ):
+        sizes = [len(t.types) for t in pad_width.types]
+        if len(set(sizes)) == 1:
+            last = sizes[0] - 1
+            count = len(sizes)
+
+            def widths(pw, nd):
+                if count != 1 and count != nd:
+                    raise ValueError("np.pad: pad_width must have one pair, or one per axis")
+                p = _unliteral(pw)
+                before, after = np.empty(nd, np.intp), np.empty(nd, np.intp)
+                for d in range(nd):
+                    k = d if count == nd else 0
+                    before[d], after[d] = p[k][0], p[k][last]
+                return before, after
+
+            return register_jitable(widths)
+    raise TypingError(f"{fname}: pad_width must be an int, a pair of ints or a tuple of pairs, got {pad_width}")
+
+
+@overload(np.pad)
+def _ov_pad(array, pad_width, mode="constant", constant_values=0):
+    fname = "np.pad"
+    _require_array(array, fname)
+    if not (isinstance(mode, (str, types.Omitted)) or isinstance(mode, types.StringLiteral)):
+        raise TypingError(f"{fname}: mode must be a constant string, got {mode}")
+    mode_value = mode.value if isinstance(mode, types.Omitted) else getattr(mode, "literal_value", mode)
+    if mode_value != "constant":
+        raise TypingError(f"{fname}: only mode='constant' is supported under jit, got {mode_value!r}")
+    if not isinstance(constant_values, (int, float, types.Number, types.Boolean, types.Omitted)):
+        raise TypingError(f"{fname}: constant_values must be a number under jit, got {constant_values}")
+    widths = _pad_widths(pad_width, fname)
+    nd = array.ndim
+    dt = as_dtype(array.dtype).type
+
+    def impl(array, pad_width, mode="constant", constant_values=0):
+        before, after = widths(pad_width, nd)
+        shape = np.empty(nd, np.intp)
+        for d in range(nd):
+            if before[d] < 0 or after[d] < 0:
+                raise ValueError("index can't contain negative values")
+            shape[d] = array.shape[d] + before[d] + after[d]
+        out = np.full(to_fixed_tuple(shape, nd), constant_values, dt)
+        src = np.ascontiguousarray(array).reshape(array.size)
+        flat = out.reshape(out.size)
+        for k in range(array.size):
+            rem = k
+            offset = 0
+            step = 1
+            for d in range(nd - 1, -1, -1):
+                i = rem % array.shape[d]
+                rem //= array.shape[d]
+                offset += (i + before[d]) * step
+                step *= shape[d]
+            flat[offset] = src[k]
+        return out
+
+    return impl
+
+
+# --- np.atleast_1d/2d/3d of a number (Numba's take arrays) ---
+
+
+def _register_atleast(fn: Callable, ndim: int) -> None:
+    ones = (1,) * ndim
+
+    @overload(fn)
+    def _ov_atleast_scalar(*arys):
+        if len(arys) == 1 and isinstance(arys[0], (types.Number, types.Boolean)):
+            return lambda *arys: np.full(ones, arys[0])
+        return None
+
+
+for _fn, _nd in ((np.atleast_1d, 1), (np.atleast_2d, 2), (np.atleast_3d, 3)):
+    _register_atleast(_fn, _nd)
+
+
+# --- indexing with a list of ints (x[[0, 2]]): as with the same ints in an array ---
+
+
+@overload(operator.getitem)
+def _ov_getitem_list(a, index):
+    if not isinstance(a, types.Array) or not isinstance(index, types.List):
+        return None
+    if not isinstance(index.dtype, (types.Integer, types.Boolean)):
+        raise TypingError(f"array[list]: the list must hold ints or bools, got {index}")
+    return lambda a, index: a[np.array(index)]

@@ -799,7 +799,56 @@ def _ov_dot_grad_x(g, x, y):
             return rt.unbroadcast(np.dot(g2, _cast(y, c).T).reshape(x.shape), x)
 
         return impl
+    if ny > 2 and isinstance(g, types.Array):  # a stack of matrices y: x @ y
+        from . import overloads  # noqa: F401  (@ on stacks)
+        if nx == 1:
+            lead = tuple(range(ny - 2)) + (-1,)
+            return lambda g, x, y: rt.unbroadcast(np.sum(y * np.expand_dims(g, -2), axis=lead), x)
+
+        def impl_stack(g, x, y):
+            _stacked_product(g.shape, x.shape, y.shape)
+            return rt.unbroadcast(g @ np.swapaxes(y, -1, -2), x)
+
+        return impl_stack
     raise TypingError(f"srctrans.runtime.dot_grad_x: operands of {nx} and {ny} dimensions are not supported")
+
+
+@register_jitable
+def _stacked_product(gs, xs, ys):
+    """What ``srctrans.runtime._stacked_product`` refuses: ``g``'s shape says np.dot of a
+    stack of matrices y (not differentiated), or fits both np.dot and x @ y."""
+    nx, ny = len(xs), len(ys)
+    xa, ya, ga = np.empty(nx - 2, np.intp), np.empty(ny - 2, np.intp), np.empty(len(gs), np.intp)
+    for d in range(nx - 2):
+        xa[d] = xs[d]
+    for d in range(ny - 2):
+        ya[d] = ys[d]
+    for d in range(len(gs)):
+        ga[d] = gs[d]
+    as_dot = np.empty(nx + ny - 2, np.intp)
+    for d in range(nx - 1):
+        as_dot[d] = xs[d]
+    for d in range(ny - 2):
+        as_dot[nx - 1 + d] = ys[d]
+    as_dot[nx + ny - 3] = ys[ny - 1]
+    is_dot = ga.size == as_dot.size and np.all(ga == as_dot)
+    is_matmul = False
+    nb = max(nx, ny) - 2
+    if ga.size == nb + 2 and ga[nb] == xs[nx - 2] and ga[nb + 1] == ys[ny - 1]:
+        is_matmul = True
+        for d in range(nb):  # broadcast of the stacks' shapes
+            a = xa[d - nb + xa.size] if d >= nb - xa.size else 1
+            b = ya[d - nb + ya.size] if d >= nb - ya.size else 1
+            if (a != b and a != 1 and b != 1) or ga[d] != (b if a == 1 else a):
+                is_matmul = False
+    if is_matmul and not is_dot:
+        return
+    if is_dot and not is_matmul:
+        raise NotImplementedError(
+            "np.dot of a stack of matrices (a second operand of 3 or more dimensions) is not differentiated; "
+            "write x @ y (np.matmul) or np.tensordot"
+        )
+    raise NotImplementedError("srctrans cannot tell np.dot from x @ y here; write np.tensordot, or np.einsum, instead")
 
 
 @overload(rt.dot_grad_x_add)
@@ -862,6 +911,18 @@ def _ov_dot_grad_y(g, x, y):
             return rt.unbroadcast(np.dot(x2.T, g2), y)
 
         return impl_matrix
+    if ny > 2 and isinstance(g, types.Array):  # a stack of matrices y: x @ y
+        from . import overloads  # noqa: F401  (@ on stacks)
+        if nx == 1:
+            return lambda g, x, y: rt.unbroadcast(
+                np.ascontiguousarray(x).reshape((x.size, 1)) * np.expand_dims(g, -2), y
+            )
+
+        def impl_stack(g, x, y):
+            _stacked_product(g.shape, x.shape, y.shape)
+            return rt.unbroadcast(np.swapaxes(x, -1, -2) @ g, y)
+
+        return impl_stack
     raise TypingError(f"srctrans.runtime.dot_grad_y: operands of {nx} and {ny} dimensions are not supported")
 
 
@@ -920,6 +981,12 @@ def _getitem_grad_add_impl(g, n, index, who: str):
                 out[index] += g
 
             return impl_element
+        if ints == n and isinstance(g, types.Array) and g.ndim == 0:  # (np.atleast_1d's adjoint, reshaped to ())
+
+            def impl_element0(out, g, index):
+                out[index] += _flat_of(g, 1)[0]
+
+            return impl_element0
         if ints == n:
             raise TypingError(f"srctrans.runtime.{who}: the adjoint of an element must be a number, got {g}")
 
@@ -976,10 +1043,108 @@ def _getitem_grad_add_impl(g, n, index, who: str):
                     k += 1
 
         return impl_mask
+    if isinstance(index, types.List) and isinstance(index.dtype, (types.Integer, types.Boolean)):
+        return lambda out, g, index: rt.getitem_grad_add(out, g, np.array(index))  # as NumPy reads a list
+    if _int_arrays_index(index, n):
+        return _int_arrays_impl(tuple(isinstance(t, types.Array) for t in index.types), n)
     raise TypingError(
         f"srctrans.runtime.{who}: index {index} is not supported under jit "
-        "(ints, slices, tuples of them, 1-D integer arrays and boolean masks are)"
+        "(ints, slices, tuples of them, integer arrays, tuples of ints and integer arrays, lists of ints "
+        "and boolean masks are)"
     )
+
+
+def _int_arrays_index(index: Any, n: int) -> bool:
+    """A tuple of ints and integer arrays (at least one), one per leading axis: ``x[rows, cols]``."""
+    if not isinstance(index, types.BaseTuple) or not 0 < len(index.types) <= n:
+        return False
+    arrays = [t for t in index.types if isinstance(t, types.Array)]
+    return bool(arrays) and all(
+        isinstance(t, types.Integer) or (isinstance(t, types.Array) and isinstance(t.dtype, types.Integer))
+        for t in index.types
+    )
+
+
+@register_jitable
+def _broadcast_shape(s1, s2):
+    """NumPy's broadcast of two shapes (1-D intp arrays)."""
+    nd = max(s1.size, s2.size)
+    out = np.ones(nd, np.intp)
+    for d in range(nd):
+        a = s1[d - nd + s1.size] if d >= nd - s1.size else 1
+        b = s2[d - nd + s2.size] if d >= nd - s2.size else 1
+        if a != b and a != 1 and b != 1:
+            raise IndexError("shape mismatch: indexing arrays could not be broadcast together")
+        out[d] = b if a == 1 else a
+    return out
+
+
+@register_jitable
+def _broadcast_offsets(shape, bshape):
+    """For every element of ``bshape`` (C order), the flat offset of the element of an array of
+    ``shape`` that broadcasting puts there."""
+    total = 1
+    for d in range(bshape.size):
+        total *= bshape[d]
+    out = np.zeros(total, np.intp)
+    lead = bshape.size - shape.size
+    for t in range(total):
+        rem = t
+        off = 0
+        step = 1
+        for d in range(bshape.size - 1, lead - 1, -1):
+            i = rem % bshape[d]
+            rem //= bshape[d]
+            if shape[d - lead] != 1:
+                off += i * step
+            step *= shape[d - lead]
+        out[t] = off
+    return out
+
+
+@register_jitable
+def _wrapped(j, size):
+    if j < -size or j >= size:
+        raise IndexError("index out of bounds")
+    return j + size if j < 0 else j
+
+
+def _int_arrays_impl(is_array: tuple[bool, ...], n: int):
+    """``out += getitem_grad(g, x, index)`` for a tuple of ints and integer arrays: the arrays
+    broadcast together, and each element of ``g`` (with the trailing axes) is added, in order,
+    at the row its indices name, so repeated indices add up as ``np.add.at``'s do."""
+    k = len(is_array)
+    lines = ["def impl(out, g, index):", "    b = np.empty(0, np.intp)"]
+    for j, arr in enumerate(is_array):
+        if arr:
+            lines += [
+                f"    p{j} = np.ascontiguousarray(index[{j}]).ravel()",
+                f"    s{j} = _shape_array(index[{j}].shape)",
+                f"    b = _broadcast_shape(b, s{j})",
+            ]
+    for j, arr in enumerate(is_array):
+        if arr:
+            lines.append(f"    o{j} = _broadcast_offsets(s{j}, b)")
+    lines += [
+        "    m = 1",
+        "    for d in range(b.size):",
+        "        m *= b[d]",
+        "    rest = 1",
+        f"    for d in range({k}, {n}):",
+        "        rest *= out.shape[d]",
+        "    of = out.reshape(out.size)",
+        "    gf = _flat_of(g, m * rest)",
+        "    for t in range(m):",
+        "        row = 0",
+    ]
+    for j, arr in enumerate(is_array):
+        value = f"p{j}[o{j}[t]]" if arr else f"index[{j}]"
+        lines.append(f"        row = row * out.shape[{j}] + _wrapped({value}, out.shape[{j}])")
+    lines += ["        for r in range(rest):", "            of[row * rest + r] += gf[t * rest + r]", ""]
+    helpers = (_flat_of, _shape_array, _broadcast_shape, _broadcast_offsets, _wrapped)
+    namespace = {"np": np, **{h.__name__: h for h in helpers}}
+    exec(compile("\n".join(lines), "<srctrans runtime overload getitem_grad_add>", "exec"), namespace)
+    return namespace["impl"]
 
 
 @overload(rt.getitem_grad)
@@ -2670,25 +2835,32 @@ def _ov_einsum_grad_z(subscripts, g, x, y, z):
     return _einsum_grad_impl("einsum_grad_z", 2, subscripts, x, y, z, "subscripts, g, x, y, z")
 
 
-def _require_matrix(fname: str, m: Any) -> None:
-    if not isinstance(m, types.Array) or m.ndim != 2:
-        raise TypingError(f"srctrans.runtime.{fname}: under jit, m must be a matrix, got {m}")
+def _require_matrix(fname: str, m: Any) -> np.dtype:
+    """The dtype of ``half_tril``'s result (``np.result_type(m, 1.0)``) for a matrix or a stack."""
+    if not isinstance(m, types.Array) or m.ndim < 2:
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, m must be a matrix or a stack of them, got {m}")
+    dt = as_dtype(m.dtype)
+    return dt if dt.kind in "fc" else np.dtype(np.float64)
 
 
 @register_jitable
-def _half_tril_of(m, mode):
+def _half_tril_of(m, mode, dt):
     """As a new C array: ``half_tril(m)`` (mode 0), ``half_tril(m + m.T)`` (1) or
-    ``half_tril(m) + half_tril(m).T`` (2)."""
-    n = m.shape[0]
-    if m.shape[1] != n:
+    ``half_tril(m) + half_tril(m).T`` (2), for a matrix or a stack of them."""
+    n = m.shape[-1]
+    if m.shape[-2] != n:
         raise ValueError("srctrans.runtime: expected a square matrix")
-    out = np.zeros((n, n), np.float64)
-    for i in range(n):
-        for j in range(i):
-            out[i, j] = m[i, j] + m[j, i] if mode == 1 else m[i, j]
-            if mode == 2:
-                out[j, i] = m[i, j]
-        out[i, i] = 0.5 * m[i, i] if mode == 0 else m[i, i]
+    m3 = np.ascontiguousarray(m).reshape((m.size // (n * n) if n else 0, n, n))
+    out = np.zeros(m.shape, dt)
+    o3 = out.reshape(m3.shape)
+    for k in range(m3.shape[0]):
+        mk, ok = m3[k], o3[k]
+        for i in range(n):
+            for j in range(i):
+                ok[i, j] = mk[i, j] + mk[j, i] if mode == 1 else mk[i, j]
+                if mode == 2:
+                    ok[j, i] = mk[i, j]
+            ok[i, i] = 0.5 * mk[i, i] if mode == 0 else mk[i, i]
     return out
 
 
@@ -2704,20 +2876,20 @@ def _ov_matrix_transpose(x):
 
 @overload(rt.half_tril)
 def _ov_half_tril(m):
-    _require_matrix("half_tril", m)
-    return lambda m: _half_tril_of(m, 0)
+    dt = _require_matrix("half_tril", m)
+    return lambda m: _half_tril_of(m, 0, dt)
 
 
 @overload(rt.half_tril_sym)
 def _ov_half_tril_sym(m):
-    _require_matrix("half_tril_sym", m)
-    return lambda m: _half_tril_of(m, 1)
+    dt = _require_matrix("half_tril_sym", m)
+    return lambda m: _half_tril_of(m, 1, dt)
 
 
 @overload(rt.sym_half_tril)
 def _ov_sym_half_tril(m):
-    _require_matrix("sym_half_tril", m)
-    return lambda m: _half_tril_of(m, 2)
+    dt = _require_matrix("sym_half_tril", m)
+    return lambda m: _half_tril_of(m, 2, dt)
 
 
 # cumprod's recurrences and shifts, along the middle axis of (P, N, Q) views (axis=None: flat)

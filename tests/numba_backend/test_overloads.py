@@ -630,3 +630,92 @@ def test_linalg_on_stacks_of_matrices(dtype):
         for got, w in zip(_j_linalg_stack(a, b, v, m), want):
             assert got.shape == w.shape and got.dtype == w.dtype
             np.testing.assert_allclose(got, w, rtol=1e-4 if dtype == F32 else 1e-10)
+
+
+# --- along an axis (repeat, diff, roll), diagonal, pad, atleast_nd, list indices, dot ---
+
+
+@numba.njit
+def _j_along(a, reps, shift, n):
+    return (
+        np.repeat(a, 2, axis=0), np.repeat(a, reps, axis=-1), np.roll(a, shift, axis=1), np.diff(a, n, axis=-2),
+        np.diagonal(a, 1, 0, 2), np.diagonal(a, -1, axis1=2, axis2=1),
+    )
+
+
+def test_repeat_roll_diff_diagonal_every_dtype():
+    for dtype in (F64, F32, I64, np.dtype(np.uint8), np.dtype(np.bool_)):
+        a = make((2, 3, 4), dtype)
+        reps = np.array([1, 0, 2, 3])
+        for shift, n in ((1, 1), (-7, 2), (0, 0), (13, 4)):
+            want = (
+                np.repeat(a, 2, axis=0), np.repeat(a, reps, axis=-1), np.roll(a, shift, axis=1), np.diff(a, n, axis=-2),
+                np.diagonal(a, 1, 0, 2), np.diagonal(a, -1, axis1=2, axis2=1),
+            )
+            for got, w in zip(_j_along(a, reps, shift, n), want):
+                assert got.shape == w.shape and got.dtype == w.dtype, (dtype, got.shape, w.shape, got.dtype, w.dtype)
+                np.testing.assert_array_equal(got, w)
+
+
+def test_along_refusals():
+    a = make((2, 3, 4), F64)
+    with pytest.raises(ValueError, match="negative"):
+        _j_along(a, np.array([1, -1, 2, 3]), 1, 1)
+    with pytest.raises(ValueError, match="broadcast"):
+        _j_along(a, np.array([1, 2]), 1, 1)
+    with pytest.raises(ValueError, match="non-negative"):
+        _j_along(a, np.array([1, 1, 1, 1]), 1, -1)
+
+    @numba.njit
+    def same_axes(a):
+        return np.diagonal(a, 0, 1, -2)
+
+    with pytest.raises(ValueError, match="cannot be the same"):
+        same_axes(a)
+
+
+@numba.njit
+def _j_pad(x, a):
+    return np.pad(x, 1), np.pad(a, (1, 2)), np.pad(a, ((0, 1), (2, 0)), constant_values=3.5), np.pad(x, ((2, 3),))
+
+
+def test_pad_constant():
+    for dtype in (F64, F32, I64):
+        x, a = make((5,), dtype), make((3, 4), dtype)
+        want = (np.pad(x, 1), np.pad(a, (1, 2)), np.pad(a, ((0, 1), (2, 0)), constant_values=3.5), np.pad(x, ((2, 3),)))
+        for got, w in zip(_j_pad(x, a), want):
+            assert got.dtype == w.dtype
+            np.testing.assert_array_equal(got, w)
+
+    @numba.njit
+    def reflect(x):
+        return np.pad(x, 1, mode="reflect")
+
+    with pytest.raises(TypingError, match="only mode='constant'"):
+        reflect(make((5,), F64))
+
+
+def test_atleast_nd_of_a_number_and_list_indices():
+    @numba.njit
+    def f(x):
+        return np.atleast_1d(x[0]), np.atleast_2d(x[1]), np.atleast_3d(2), x[[0, 2, -1]], x[[True, False, True, False, True]]
+
+    x = make((5,), F64)
+    want = (np.atleast_1d(x[0]), np.atleast_2d(x[1]), np.atleast_3d(2), x[[0, 2, -1]], x[[True, False, True, False, True]])
+    for got, w in zip(f(x), want):
+        assert got.shape == w.shape and got.dtype == w.dtype
+        np.testing.assert_array_equal(got, w)
+
+
+def test_dot_with_a_number_and_with_stacks():
+    @numba.njit
+    def f(a, m, v, s):
+        return np.dot(a, m), np.dot(v, a), np.dot(a, v), np.dot(s, 2.0), np.dot(3, s)
+
+    rng = np.random.default_rng(8)
+    a, m, v = rng.standard_normal((2, 3, 3)), rng.standard_normal((3, 4)), rng.standard_normal(3)
+    for s in (v.astype(np.float32), np.arange(3, dtype=np.int8), v):
+        want = (np.dot(a, m), np.dot(v, a), np.dot(a, v), np.dot(s, 2.0), np.dot(3, s))
+        for got, w in zip(f(a, m, v, s), want):
+            assert got.shape == w.shape and got.dtype == w.dtype, (got.dtype, w.dtype)  # NumPy's strong promotion
+            np.testing.assert_allclose(got, w, rtol=1e-12)

@@ -1,0 +1,193 @@
+"""``scipy.special`` functions under ``numba.njit``: ``gammaln``, ``erf``, ``expit`` and ``logsumexp``.
+
+Numba knows no SciPy function: a generated file's ``sp.gammaln(x)`` stopped with "Unknown
+attribute 'gammaln'". Importing this module registers an overload for each, so the line
+compiles and gives SciPy's numbers:
+
+- ``gammaln``, ``erf`` and ``expit`` call the very C functions SciPy's ufuncs call, found
+  through ``scipy.special.cython_special`` and entered under symbols of our own
+  (``srctrans.scipy.<name>``, as ``random_overloads`` does for libm), so the machine code
+  holds a name, not an address, and Numba's disk cache can keep it. As SciPy's ufuncs, they
+  take a number or an array of real numbers; float32 gives float32 (``gammaln`` and ``erf``
+  computed in float64 and rounded, as SciPy's float32 loops do; ``expit`` in float32 as
+  SciPy's), anything else float64. Complex arguments raise ``TypingError``.
+- ``logsumexp(a, axis=None, keepdims=False)`` (``b=`` and ``return_sign=`` not supported)
+  follows SciPy's algorithm step by step: the maximum taken out, its repeats counted, the
+  rest summed with ``log1p``, and the direct ``log(sum(exp(a)))`` where that is not finite.
+"""
+
+from __future__ import annotations
+
+import llvmlite.binding as ll
+import numpy as np
+import scipy.special as sp
+from llvmlite import ir as llvm_ir
+from numba.core import cgutils, types
+from numba.core.errors import TypingError
+from numba.extending import get_cython_function_address, intrinsic, overload, register_jitable
+from numba.np.unsafe.ndarray import to_fixed_tuple
+
+from . import overloads  # noqa: F401  (np.max, np.sum with axis= and keepdims=)
+from .overloads import _axis_kind, _const_bool, _is_none, _norm_axis, _unliteral
+
+__all__: list[str] = []
+
+
+def _scipy_call(name: str, capi_name: str, single: bool):
+    """A jitted call of ``scipy.special.cython_special``'s ``capi_name`` (C signature
+    ``double f(double, int skip_dispatch)``, or with floats when ``single``)."""
+    address = get_cython_function_address("scipy.special.cython_special", capi_name)
+    symbol = f"srctrans.scipy.{name}{'_f32' if single else ''}"
+    ll.add_symbol(symbol, address)
+    nbtype = types.float32 if single else types.float64
+    lltype = llvm_ir.FloatType() if single else llvm_ir.DoubleType()
+
+    def codegen(context, builder, signature, args):
+        fnty = llvm_ir.FunctionType(lltype, [lltype, llvm_ir.IntType(32)])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+        fn.attributes.add("nounwind")
+        return builder.call(fn, [args[0], llvm_ir.Constant(llvm_ir.IntType(32), 0)])
+
+    @intrinsic
+    def call(typingctx, x):
+        return nbtype(nbtype), codegen
+
+    return call
+
+
+def _elementwise(fn: np.ufunc, call64, call32=None) -> None:
+    """Register ``fn`` (a SciPy ufunc of one real argument) on numbers and arrays: ``call64``
+    on float64 values; float32 values through ``call32`` when given, else through ``call64``
+    and rounded back, as SciPy's float32 loops do."""
+    fname = f"scipy.special.{fn.__name__}"
+
+    @register_jitable
+    def one32(v):
+        return call32(np.float32(v)) if call32 is not None else np.float32(call64(np.float64(v)))
+
+    @overload(fn)
+    def _ov(x):
+        dtype = x.dtype if isinstance(x, types.Array) else x
+        if isinstance(dtype, types.Complex) or not isinstance(dtype, (types.Number, types.Boolean)):
+            raise TypingError(f"{fname}: under jit, x must be a real number or an array of them, got {x}")
+        single = dtype == types.float32
+        if not isinstance(x, types.Array):
+            if single:
+                return lambda x: one32(x)
+            return lambda x: call64(np.float64(x))
+        out_dt = np.float32 if single else np.float64
+
+        def impl(x):
+            out = np.empty(x.shape, out_dt)
+            of = out.reshape(out.size)
+            i = 0
+            for v in x.flat:
+                of[i] = one32(v) if single else call64(np.float64(v))
+                i += 1
+            return out
+
+        return impl
+
+
+_elementwise(sp.gammaln, _scipy_call("gammaln", "gammaln", False))
+_elementwise(sp.erf, _scipy_call("erf", "__pyx_fuse_1erf", False))
+_elementwise(
+    sp.expit, _scipy_call("expit", "__pyx_fuse_0expit", False), _scipy_call("expit", "__pyx_fuse_1expit", True)
+)
+
+
+# --- logsumexp ---
+
+
+@register_jitable
+def _reduced_shape(shape, ax, ndim):
+    """``shape`` without its axis ``ax``."""
+    out = np.empty(ndim - 1, np.intp)
+    j = 0
+    for d in range(ndim):
+        if d != ax:
+            out[j] = shape[d]
+            j += 1
+    return out
+
+
+@register_jitable
+def _take_max_out(x, mask, m, dt):
+    """SciPy's ``a`` with its maxima set to -inf, and ``m``: how many maxima each result has."""
+    xf, mf, rest = x.ravel(), mask.ravel(), np.empty(x.size, dt)
+    for i in range(xf.size):
+        rest[i] = -np.inf if mf[i] else xf[i]
+    return rest.reshape(x.shape)
+
+
+@register_jitable
+def _logsumexp_kept(x, axis, dt):
+    """SciPy's ``_logsumexp`` (no ``b``) and the infinite results replaced by the direct sum,
+    each result with the reduced axes kept (size 1), for a non-empty float array ``x``."""
+    one, two = dt(1.0), dt(2.0)
+    out_inf = np.log(np.sum(np.exp(x), axis=axis, keepdims=True))
+    a_max = np.max(x, axis=axis, keepdims=True)
+    mask = x == a_max
+    m = np.sum(mask.astype(dt), axis=axis, keepdims=True)
+    e = np.exp(_take_max_out(x, mask, m, dt) - a_max)
+    s = np.sum(e, axis=axis, keepdims=True)
+    s = np.where(s == 0, s, s / m)
+    sgn = np.sign(s + one) * np.sign(m)
+    s = np.where(s < -one, -s - two, s)
+    out = np.log1p(s) + np.log(np.abs(m)) + a_max
+    of, sf, inf_f = out.ravel(), sgn.ravel(), out_inf.ravel()
+    for i in range(of.size):
+        if sf[i] < 0:
+            of[i] = np.nan
+        if not np.isfinite(of[i]):
+            of[i] = inf_f[i]
+    return of.reshape(out.shape)
+
+
+@register_jitable
+def _empty_kept(shape, ax, nd, dt):
+    """SciPy's result for an empty array: -inf, with the reduced axes (all when ``ax < 0``) kept."""
+    out = np.empty(nd, np.intp)
+    for d in range(nd):
+        out[d] = 1 if (ax < 0 or d == ax) else shape[d]
+    return np.full(to_fixed_tuple(out, nd), -np.inf, dt)
+
+
+@overload(sp.logsumexp)
+def _ov_logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    fname = "scipy.special.logsumexp"
+    if not _is_none(b):
+        raise TypingError(f"{fname}: b= is not supported under jit")
+    if _const_bool(return_sign, fname, "return_sign"):
+        raise TypingError(f"{fname}: return_sign=True is not supported under jit")
+    if (
+        not isinstance(a, types.Array)
+        or a.ndim == 0
+        or not isinstance(a.dtype, (types.Float, types.Integer, types.Boolean))
+    ):
+        raise TypingError(f"{fname}: under jit, a must be an array of real numbers (1-D or more), got {a}")
+    kind, _ = _axis_kind(axis, fname, allow_tuple=False)
+    keep = _const_bool(keepdims, fname, "keepdims")
+    nd = a.ndim
+    out_nd = nd - 1
+    dt = np.float32 if a.dtype == types.float32 else np.float64
+    whole = kind == "none"
+
+    def kept(a, axis):
+        x = np.ascontiguousarray(a).astype(dt)
+        ax = -1 if whole else _norm_axis(_unliteral(axis), nd)
+        if x.size == 0:
+            return _empty_kept(x.shape, ax, nd, dt), ax
+        return _logsumexp_kept(x, axis, dt), ax
+
+    kept = register_jitable(kept)
+    if keep:
+        return lambda a, axis=None, b=None, keepdims=False, return_sign=False: kept(a, axis)[0]
+    if whole:
+        return lambda a, axis=None, b=None, keepdims=False, return_sign=False: kept(a, axis)[0].ravel()[0]
+
+    def impl(a, axis=None, b=None, keepdims=False, return_sign=False):
+        out, ax = kept(a, axis)
+        return out.reshape(to_fixed_tuple(_reduced_shape(out.shape, ax, nd), out_nd))
+
+    return impl

@@ -894,3 +894,8 @@ BATCHING: dict[str, BatchRule] = {
     "srctrans.parallel.collectives.all_gather": _all_gather(),
     "srctrans.parallel.collectives.axis_index": _axis_index(),
 }
+
+# --- array functions and reductions (issue 20) ---
+BATCHING.update({
+    "numpy.nan_to_num": elementwise(),  # (its nan=, posinf=, neginf=: unbatched)
+})

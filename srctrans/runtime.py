@@ -1339,3 +1339,40 @@ def interp_linear(x, xp, u, left=None, right=None, period=None):
     if period is not None:
         raise NotImplementedError("np.interp is differentiated without period= only")
     return np.interp(x, xp, u, None if left is None else 0.0, None if right is None else 0.0)
+
+
+def _gradient_transpose(g, n, spacing, axis, edge_order):
+    """The transpose of ``np.gradient(., spacing, edge_order=...)`` along ``axis`` (length ``n``)
+    applied to ``g``. Each result reads three neighbouring values (at most), one of each residue
+    mod 3: ``np.gradient`` of the three combs (ones at the places of one residue) gives every
+    result's coefficient of each, which are sent back to the places they came from."""
+    g = np.moveaxis(np.asarray(g), axis, -1)
+    out = np.zeros(g.shape, dtype=np.result_type(g, 1.0))
+    place = np.arange(n)
+    start = np.clip(place - 1, 0, max(n - 3, 0))  # the first of the values each result reads
+    for r in range(3):
+        comb = (place % 3 == r).astype(np.float64)
+        coefficients = np.gradient(comb, spacing, edge_order=edge_order)
+        source = start + (r - start) % 3
+        used = source < n
+        np.add.at(out, (Ellipsis, source[used]), (g * coefficients)[..., used])
+    return np.moveaxis(out, -1, axis)
+
+
+def gradient_grad(g, f, spacing=1.0, axis=None, edge_order=1):
+    """Adjoint of ``f`` in ``np.gradient(f, spacing, axis=axis, edge_order=edge_order)`` (one spacing
+    for every axis differentiated): ``g`` is one adjoint per axis (a tuple) where the result is a
+    tuple, else one array. Its transpose is ``np.gradient`` itself."""
+    f = np.asarray(f)
+    if axis is None:
+        axes = tuple(range(f.ndim))
+    elif np.ndim(axis) == 0:
+        axes = (axis % f.ndim,)
+    else:
+        axes = tuple(a % f.ndim for a in axis)
+    parts = (g,) if len(axes) == 1 else tuple(g)
+    out = np.zeros(f.shape, dtype=_grad_dtype(f))
+    for a, part in zip(axes, parts):
+        if isinstance(part, np.ndarray) or np.ndim(part):
+            out = out + _gradient_transpose(part, f.shape[a], spacing, a, edge_order)
+    return unbroadcast(out, f)

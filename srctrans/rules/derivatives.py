@@ -480,6 +480,10 @@ DERIVATIVES.update({
         jvp=dict(fp="rt.interp_linear({x}, {xp}, {t}, {left}, {right}, {period})"),
         fp="rt.interp_grad({g}, {x}, {xp}, {fp}, {left}, {right}, {period})",
     ),
+    # (one spacing, a number or coordinates, for the axes it differentiates along; x is linear)
+    "numpy.gradient": vjp(
+        "f, spacing=1.0, axis=None, edge_order=1", jvp=LINEAR, f="rt.gradient_grad({g}, {f}, {spacing}, {axis}, {edge_order})"
+    ),
     # scipy.special (psi is digamma)
     "scipy.special.digamma": elementwise("rt.trigamma({x})"),
     "scipy.special.psi": elementwise("rt.trigamma({x})"),

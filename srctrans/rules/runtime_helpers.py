@@ -415,6 +415,11 @@ RUNTIME_DERIVATIVES.update({
     "srctrans.runtime.convolve_grad": vjp(
         "g_, other, mode='full'", jvp=MULTILINEAR, g_="np.convolve({g}, {other})", other="rt.convolve_grad({g_}, {g}, {mode})"
     ),
+    # (a tuple of adjoints, one per axis, where np.gradient gives a tuple)
+    "srctrans.runtime.gradient_grad": vjp(
+        "g_, f, spacing=1.0, axis=None, edge_order=1", jvp=LINEAR,
+        g_="np.gradient({g}, {spacing}, axis={axis}, edge_order={edge_order})",
+    ),
     "srctrans.runtime.interp_grad": vjp(
         "g_, x, xp, fp, left=None, right=None, period=None", jvp=LINEAR,
         g_="rt.unbroadcast(rt.interp_linear({x}, {xp}, {g}, {left}, {right}, {period}), {g_})",

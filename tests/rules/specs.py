@@ -435,6 +435,14 @@ def _dsplit_spec(x):
     return np.sum(a * a) + np.sum(b * 3.0)
 
 
+def _gradient_spec(f):
+    a, b = np.gradient(f, 0.3)
+    return np.sum(a * a) + np.sum(b * 3.0 * b)
+
+
+XC = np.array([0.0, 0.4, 1.1, 1.5, 2.6])  # np.gradient's coordinates
+
+
 SPECS.update({
     "numpy.nansum": [
         (lambda x: np.nansum(np.where(NANS, np.nan, x)) * 2.0, (lambda r: normal(r, 3, 4),)),
@@ -525,6 +533,14 @@ SPECS.update({
         (lambda fp: np.interp(XS, XP, fp) ** 2, (lambda r: normal(r, 5),)),
         (lambda fp: np.interp(XS, XP, fp, left=-1.0, right=2.0) * fp[0], (lambda r: normal(r, 5),)),
         (lambda fp: np.interp(0.3, XP, fp) * 2.0, (lambda r: normal(r, 5),)),
+    ],
+    "numpy.gradient": [
+        (lambda f: np.gradient(f) ** 2, (lambda r: normal(r, 5),)),
+        (lambda f: np.gradient(f, 0.5, edge_order=2) * B, (lambda r: normal(r, 4),)),
+        (lambda f: np.gradient(f, XC, edge_order=2) ** 3, (lambda r: normal(r, 5),)),
+        (lambda f: np.gradient(f, XC) ** 3, (lambda r: normal(r, 5),)),
+        (_gradient_spec, (lambda r: normal(r, 3, 4),)),
+        (lambda f: np.gradient(f, axis=1, edge_order=2) * B, (lambda r: normal(r, 3, 4),)),
     ],
     "scipy.special.digamma": [(lambda x: special.digamma(x), (lambda r: pos(r, 4) + 0.5,))],
     "scipy.special.psi": [(lambda x: special.psi(x), (lambda r: pos(r, 4) + 0.5,))],

@@ -433,6 +433,13 @@ def _select_grad_spec(g, x, y):
     return np.sum(a * a) + np.sum(b * b * b)
 
 
+def _gradient_grad_spec(p, q, f):
+    return rt.gradient_grad((p, q * q), f, 0.3, None, 2) ** 2
+
+
+XC = np.array([0.0, 0.4, 1.1, 1.5, 2.6])
+
+
 RUNTIME_SPECS.update({
     "srctrans.runtime.append_grad_arr": [
         (lambda g, a, v: rt.append_grad_arr(g, a, v, None), (lambda r: normal(r, 10), lambda r: normal(r, 2, 3), lambda r: normal(r, 4))),
@@ -474,6 +481,12 @@ RUNTIME_SPECS.update({
     "srctrans.runtime.convolve_grad": [
         (lambda g, v: rt.convolve_grad(g, v, "full"), (lambda r: normal(r, 7), lambda r: normal(r, 3))),
         (lambda g, v: rt.convolve_grad(g, v, "full") ** 2, (lambda r: normal(r, 5), lambda r: normal(r, 4))),
+    ],
+    "srctrans.runtime.gradient_grad": [
+        (lambda g, f: rt.gradient_grad(g, f, 1.0, None, 1), (lambda r: normal(r, 5), lambda r: normal(r, 5))),
+        (lambda g, f: rt.gradient_grad(g, f, XC, None, 2) ** 2, (lambda r: normal(r, 5), lambda r: normal(r, 5))),
+        (_gradient_grad_spec, (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, f: rt.gradient_grad(g, f, 0.5, -1, 2), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
     ],
     "srctrans.runtime.interp_grad": [
         (lambda g, fp: rt.interp_grad(g, XS, XP, fp, None, None, None), (lambda r: normal(r, 9), lambda r: normal(r, 5))),

@@ -69,6 +69,12 @@ def _array_split(x):
     return np.sum(a * a) + np.sum(b * 2.0)
 
 
+def _splits(x):
+    a, b = np.hsplit(x, 2)
+    c, d = np.vsplit(x, 2)
+    return np.sum(a * b * b) + np.sum(c * d)
+
+
 def _convolve(a, v):
     return np.sum(np.convolve(a, v) ** 2)
 
@@ -80,7 +86,7 @@ def _interp(fp):
 CASES = [
     (_clip, ((3, 4),)), (_nan_to_num, ((3, 4),)), (_nanmin, ((3, 4),)), (_average, ((3, 4), (3, 4))), (_median, ((3, 4),)),
     (_append, ((3, 4), (4,))), (_column_stack, ((3, 2), (3,))), (_kron, ((2, 3), (2, 2))), (_cross, ((3, 4),)),
-    (_select, ((3, 4),)), (_array_split, ((3, 4),)), (_convolve, ((5,), (3,))), (_interp, ((5,),)),
+    (_select, ((3, 4),)), (_array_split, ((3, 4),)), (_splits, ((4, 4),)), (_convolve, ((5,), (3,))), (_interp, ((5,),)),
 ]
 
 

@@ -898,4 +898,8 @@ BATCHING: dict[str, BatchRule] = {
 # --- array functions and reductions (issue 20) ---
 BATCHING.update({
     "numpy.nan_to_num": elementwise(),  # (its nan=, posinf=, neginf=: unbatched)
+    "numpy.nansum": reduction(),
+    "numpy.nanmean": reduction(),
+    "numpy.nanmax": reduction(),
+    "numpy.nanmin": reduction(),
 })

@@ -184,7 +184,11 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.conjugate": elementwise("1.0"),
     "numpy.imag": elementwise("0.0"),
     "numpy.sinc": elementwise("rt.sinc_grad({x})"),
-    "numpy.clip": Rule("elementwise", _signature("x, a_min=None, a_max=None"), {"x": "rt.inside_mask({x}, {a_min}, {a_max})"}),
+    # (NumPy 2's min= and max= in the place of a_min and a_max: the other pair is None)
+    "numpy.clip": Rule(
+        "elementwise", _signature("x, a_min=None, a_max=None, out=None, min=None, max=None"),
+        {"x": "rt.inside_mask({x}, {a_min}, {a_max}) * rt.inside_mask({x}, {min}, {max})"},
+    ),
     # --- Python builtins and math -----------------------------------------------
     "builtins.abs": elementwise("np.sign({x})"),
     "builtins.max": elementwise("rt.ge_mask({x}, {y})", "1.0 - rt.ge_mask({x}, {y})"),

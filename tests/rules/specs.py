@@ -129,6 +129,8 @@ SPECS = {
         (lambda x: np.clip(x, a_min=-0.5, a_max=0.5) * x, (lambda r: normal(r, 6),)),
         (lambda x: np.clip(x, a_min=None, a_max=0.3) * B, (lambda r: normal(r, 3, 4),)),
         (lambda x: np.clip(x, None, 0.3) ** 2, (lambda r: normal(r, 5),)),
+        (lambda x: np.clip(x, min=-0.3) * x, (lambda r: normal(r, 5),)),
+        (lambda x: np.clip(x, min=-0.3, max=0.4) ** 2, (lambda r: normal(r, 3, 4),)),
     ],
     # --- Python builtins and math -----------------------------------------------------
     "builtins.abs": [(lambda x: abs(x) * 2.0, (lambda r: float(normal(r)) + 0.1,))],

@@ -1143,7 +1143,6 @@ def matrix_transpose(x):
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).
 from .parallel.collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401
 
-
 # --- array functions and reductions (issue 20) ---
 # Helpers of the derivative rules of np.append, np.column_stack, np.kron, np.rollaxis, np.select,
 # np.average, np.median, np.partition, np.convolve and np.interp (srctrans/rules/derivatives.py);

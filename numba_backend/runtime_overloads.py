@@ -3163,3 +3163,312 @@ def _ov_from_columns(m, b):
         return np.ascontiguousarray(m).reshape(m.shape[:-1])
 
     return impl
+
+
+# --- array functions and reductions (issue 20) ---
+# The helpers of np.append, np.column_stack, np.kron, np.select, np.average, np.median,
+# np.partition, np.convolve and np.interp (rt.rollaxis_grad has none: Numba compiles no
+# np.rollaxis). Argument combinations not handled raise TypingError.
+
+
+def _append_part(fname: str, first: bool):
+    @overload(getattr(rt, fname))
+    def _ov(g, arr, values, axis=None):
+        _require_adjoint(fname, g)
+        target = arr if first else values
+        if _is_scalar(target):
+            if _is_none(axis):
+                if first:
+                    return lambda g, arr, values, axis=None: float(np.ravel(np.asarray(g))[0])
+                return lambda g, arr, values, axis=None: float(np.sum(np.ravel(np.asarray(g))[np.size(arr):]))
+            raise TypingError(f"srctrans.runtime.{fname}: a number appended along an axis")
+        dt = _grad_dtype(target)
+        if _is_none(axis):
+
+            def impl_flat(g, arr, values, axis=None):
+                f = np.ravel(np.asarray(g))
+                n = np.size(arr)
+                part = f[:n] if first else f[n:]
+                return np.ascontiguousarray(part).astype(dt).reshape(target_shape(arr, values))
+
+            target_shape = register_jitable(lambda arr, values: arr.shape if first else values.shape)
+            return impl_flat
+        if not _is_int(axis) or not isinstance(arr, types.Array):
+            raise TypingError(f"srctrans.runtime.{fname}: axis must be None or an int, got {axis}")
+
+        def impl_axis(g, arr, values, axis=None):
+            g3 = _to3(g, axis)
+            n = arr.shape[_norm_axis(axis, arr.ndim)]
+            part = g3[:, :n, :] if first else g3[:, n:, :]
+            return np.ascontiguousarray(part).astype(dt).reshape(target_shape(arr, values))
+
+        target_shape = register_jitable(lambda arr, values: arr.shape if first else values.shape)
+        return impl_axis
+
+
+_append_part("append_grad_arr", True)
+_append_part("append_grad_values", False)
+
+
+@overload(rt.column_stack_grad)
+def _ov_column_stack_grad(g, arrays):
+    if not (isinstance(g, types.Array) and g.ndim == 2):
+        raise TypingError(f"srctrans.runtime.column_stack_grad: g must be a 2-D array, got {g}")
+    return _sequence_grad(
+        "column_stack_grad", g, arrays, "g, arrays", "1",
+        lambda a, t: f"{a}.shape[1]" if isinstance(t, types.Array) and t.ndim == 2 else "1",
+    )
+
+
+def _kron_part(fname: str, of_a: bool):
+    @overload(getattr(rt, fname))
+    def _ov(g, a, b):
+        if not (isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim == b.ndim and a.ndim in (1, 2)):
+            raise TypingError(f"srctrans.runtime.{fname}: two vectors or two matrices, got {a} and {b}")
+        _require_array(fname, g)
+        dt = _grad_dtype(a if of_a else b)
+        if a.ndim == 1:
+
+            def impl1(g, a, b):
+                m, p = a.shape[0], b.shape[0]
+                out = np.zeros((m if of_a else p), dt)
+                for i in range(m):
+                    for k in range(p):
+                        if of_a:
+                            out[i] += g[i * p + k] * b[k]
+                        else:
+                            out[k] += g[i * p + k] * a[i]
+                return out
+
+            return impl1
+
+        def impl2(g, a, b):
+            m, n = a.shape
+            p, q = b.shape
+            out = np.zeros(a.shape if of_a else b.shape, dt)
+            for i in range(m):
+                for j in range(n):
+                    for k in range(p):
+                        for l in range(q):  # noqa: E741
+                            if of_a:
+                                out[i, j] += g[i * p + k, j * q + l] * b[k, l]
+                            else:
+                                out[k, l] += g[i * p + k, j * q + l] * a[i, j]
+            return out
+
+        return impl2
+
+
+_kron_part("kron_grad_a", True)
+_kron_part("kron_grad_b", False)
+
+
+@overload(rt.select_grad)
+def _ov_select_grad(g, condlist, choicelist):
+    _require_array("select_grad", g)
+    if isinstance(choicelist, types.List):
+        elements = [choicelist.dtype]
+    elif isinstance(choicelist, types.BaseTuple):
+        elements = list(choicelist.types)
+    else:
+        raise TypingError(f"srctrans.runtime.select_grad: expected a list or a tuple of choices, got {choicelist}")
+    lines = ["def impl(g, condlist, choicelist):", "    taken = np.zeros(g.shape, np.bool_)"]
+    if isinstance(choicelist, types.List):
+        lines += [
+            "    out = []",
+            "    for i in range(len(choicelist)):",
+            "        first = np.logical_and(condlist[i], np.logical_not(taken))",
+            "        out.append(rt.unbroadcast(np.where(first, g, 0.0), choicelist[i]))",
+            "        taken = np.logical_or(taken, condlist[i])",
+            "    return out",
+        ]
+    else:
+        for i in range(len(elements)):
+            lines += [
+                f"    first = np.logical_and(condlist[{i}], np.logical_not(taken))",
+                f"    p{i} = rt.unbroadcast(np.where(first, g, 0.0), choicelist[{i}])",
+                f"    taken = np.logical_or(taken, condlist[{i}])",
+            ]
+        lines.append("    return (" + "".join(f"p{i}, " for i in range(len(elements))) + ")")
+    return _exec_impl("\n".join(lines) + "\n")
+
+
+@overload(rt.select_default)
+def _ov_select_default(condlist, g):
+    _require_array("select_default", g)
+
+    def impl(condlist, g):
+        taken = np.zeros(g.shape, np.bool_)
+        for c in condlist:
+            taken = np.logical_or(taken, c)
+        return np.where(taken, 0.0, g)
+
+    return impl
+
+
+@overload(rt.average_weights)
+def _ov_average_weights(w, a, axis=None, returned=False):
+    if isinstance(returned, types.BooleanLiteral) and returned.literal_value:
+        raise TypingError("srctrans.runtime.average_weights: np.average is differentiated with returned=False only")
+
+    def check(returned):
+        if returned:
+            raise NotImplementedError("np.average is differentiated with returned=False only")
+
+    check = register_jitable(check)
+    if _is_none(w):
+
+        def impl_none(w, a, axis=None, returned=False):
+            check(returned)
+            return 1.0
+
+        return impl_none
+    if not isinstance(w, types.Array):
+        raise TypingError(f"srctrans.runtime.average_weights: weights must be an array, got {w}")
+    nd = a.ndim if isinstance(a, types.Array) else 0
+    if w.ndim == nd:
+
+        def impl_same(w, a, axis=None, returned=False):
+            check(returned)
+            return w
+
+        return impl_same
+    if w.ndim != 1 or not _is_int(axis):
+        raise TypingError(f"srctrans.runtime.average_weights: weights {w} for {a} along axis {axis}")
+    shape = "(" + "".join(f"w.size if _norm_axis(axis, {nd}) == {i} else 1, " for i in range(nd)) + ")"
+    source = f"def impl(w, a, axis=None, returned=False):\n    check(returned)\n    return np.ascontiguousarray(w).reshape({shape})\n"
+    return _exec_impl(source, check=check, _norm_axis=_norm_axis)
+
+
+@overload(rt.median_grad)
+def _ov_median_grad(g, x, axis=None, keepdims=False):
+    _require_adjoint("median_grad", g)
+    _require_array("median_grad", x)
+    dt = _line_dtype("median_grad", x, axis, real=True)
+
+    def impl(g, x, axis=None, keepdims=False):
+        x3 = _to3(x, axis)
+        p, nn, q = x3.shape
+        g2 = _flat_of(g, p * q).reshape((p, q))
+        out3 = np.zeros(x3.shape, dt)
+        line = np.empty(nn, x3.dtype)
+        for i in range(p):
+            for k in range(q):
+                for j in range(nn):
+                    line[j] = x3[i, j, k]
+                order = np.argsort(line, kind="mergesort")  # stable, as the Python helper
+                if nn % 2:
+                    out3[i, order[nn // 2], k] = g2[i, k]
+                elif nn:
+                    out3[i, order[nn // 2 - 1], k] = 0.5 * g2[i, k]
+                    out3[i, order[nn // 2], k] = 0.5 * g2[i, k]
+        return _from3(out3, x, axis)
+
+    return impl
+
+
+@overload(rt.permutation_grad)
+def _ov_permutation_grad(g, src, dst, axis=-1):
+    _require_adjoint("permutation_grad", g)
+    _require_array("permutation_grad", src)
+    dt = _line_dtype("permutation_grad", src, axis, real=True)
+
+    def impl(g, src, dst, axis=-1):
+        s3 = _to3(src, axis)
+        d3 = _to3(dst, axis)
+        g3 = _flat_of(g, d3.size).reshape(d3.shape)
+        p, nn, q = s3.shape
+        out3 = np.zeros(s3.shape, dt)
+        ls = np.empty(nn, s3.dtype)
+        ld = np.empty(nn, d3.dtype)
+        for i in range(p):
+            for k in range(q):
+                for j in range(nn):
+                    ls[j] = s3[i, j, k]
+                    ld[j] = d3[i, j, k]
+                os_ = np.argsort(ls, kind="mergesort")
+                od = np.argsort(ld, kind="mergesort")
+                for r in range(nn):
+                    out3[i, os_[r], k] = g3[i, od[r], k]
+        return out3.reshape(src.shape)
+
+    return impl
+
+
+@overload(rt.convolve_grad)
+def _ov_convolve_grad(g, other, mode="full"):
+    if isinstance(mode, types.StringLiteral) and mode.literal_value != "full":
+        raise TypingError(f"srctrans.runtime.convolve_grad: np.convolve is differentiated in 'full' mode only, not {mode.literal_value!r}")
+    _require_array("convolve_grad", g)
+
+    def impl(g, other, mode="full"):
+        if mode != "full":
+            raise NotImplementedError("np.convolve is differentiated in 'full' mode only")
+        return np.correlate(g, other)  # 'valid'
+
+    return impl
+
+
+@register_jitable
+def _interp_weight_one(xv, xp, has_left, has_right):
+    """(j, k, wj, wk) for one point, as ``rt._interp_weights``."""
+    n = xp.shape[0]
+    if xv < xp[0]:
+        return 0, 0, 0.0 if has_left else 1.0, 0.0
+    if xv > xp[n - 1]:
+        return n - 1, n - 1, 0.0, 0.0 if has_right else 1.0
+    if xv == xp[n - 1]:
+        return n - 1, n - 1, 0.0, 1.0
+    j = np.searchsorted(xp, xv, side="right") - 1
+    j = min(max(j, 0), max(n - 2, 0))
+    k = min(j + 1, n - 1)
+    span = xp[k] - xp[j]
+    t = (xv - xp[j]) / span if span > 0 else 0.0
+    return j, k, 1.0 - t, t
+
+
+@overload(rt.interp_grad)
+def _ov_interp_grad(g, x, xp, fp, left=None, right=None, period=None):
+    if not _is_none(period):
+        raise TypingError("srctrans.runtime.interp_grad: np.interp is differentiated without period= only")
+    _require_array("interp_grad", fp)
+    dt = _grad_dtype(fp)
+    has_left, has_right = not _is_none(left), not _is_none(right)
+
+    def impl(g, x, xp, fp, left=None, right=None, period=None):
+        xs = np.ravel(np.asarray(x)).astype(np.float64)
+        gs = np.ravel(np.asarray(g))
+        xpf = np.asarray(xp).astype(np.float64)
+        out = np.zeros(fp.shape, dt)
+        for i in range(xs.size):
+            j, k, wj, wk = _interp_weight_one(xs[i], xpf, has_left, has_right)
+            out[j] += gs[i] * wj
+            out[k] += gs[i] * wk
+        return out
+
+    return impl
+
+
+@overload(rt.interp_linear)
+def _ov_interp_linear(x, xp, u, left=None, right=None, period=None):
+    if not _is_none(period):
+        raise TypingError("srctrans.runtime.interp_linear: np.interp is differentiated without period= only")
+    has_left, has_right = not _is_none(left), not _is_none(right)
+    if _is_scalar(x):
+
+        def impl_scalar(x, xp, u, left=None, right=None, period=None):
+            j, k, wj, wk = _interp_weight_one(float(x), np.asarray(xp).astype(np.float64), has_left, has_right)
+            return wj * u[j] + wk * u[k]
+
+        return impl_scalar
+
+    def impl(x, xp, u, left=None, right=None, period=None):
+        xs = np.ravel(np.asarray(x)).astype(np.float64)
+        xpf = np.asarray(xp).astype(np.float64)
+        out = np.empty(xs.size, np.float64)
+        for i in range(xs.size):
+            j, k, wj, wk = _interp_weight_one(xs[i], xpf, has_left, has_right)
+            out[i] = wj * u[j] + wk * u[k]
+        return out.reshape(x.shape)
+
+    return impl

@@ -1142,3 +1142,236 @@ def matrix_transpose(x):
 
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).
 from .parallel.collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401
+
+# --- array functions and reductions (issue 20) ---
+# Helpers of the derivative rules of np.append, np.column_stack, np.kron, np.rollaxis, np.select,
+# np.average, np.median, np.partition, np.convolve and np.interp (srctrans/rules/derivatives.py);
+# their own rules are in srctrans/rules/runtime_helpers.py.
+
+
+def append_grad_arr(g, arr, values, axis=None):
+    """Adjoint of ``arr`` in ``np.append(arr, values, axis)``: the first part of ``g`` (of the flat
+    ``g`` for ``axis=None``), in ``arr``'s shape."""
+    g = np.asarray(g)
+    if axis is None:
+        return unbroadcast(np.reshape(np.ravel(g)[: np.size(arr)], np.shape(arr)), arr)
+    n = np.shape(arr)[axis]
+    return unbroadcast(np.moveaxis(np.moveaxis(g, axis, 0)[:n], 0, axis), arr)
+
+
+def append_grad_values(g, arr, values, axis=None):
+    """Adjoint of ``values`` in ``np.append(arr, values, axis)``: the part of ``g`` after ``arr``'s."""
+    g = np.asarray(g)
+    if axis is None:
+        return unbroadcast(np.reshape(np.ravel(g)[np.size(arr):], np.shape(values)), values)
+    n = np.shape(arr)[axis]
+    return unbroadcast(np.reshape(np.moveaxis(np.moveaxis(g, axis, 0)[n:], 0, axis), np.shape(values)), values)
+
+
+def column_stack_grad(g, arrays):
+    """Adjoints of the ``arrays`` of ``np.column_stack(arrays)`` (a vector is one column), as a tuple."""
+    columns = [np.reshape(a, (-1, 1)) if np.ndim(a) < 2 else a for a in arrays]
+    pieces = concatenate_grad(g, columns, 1)
+    return tuple(unbroadcast(np.reshape(p, np.shape(a)), a) for p, a in zip(pieces, arrays))
+
+
+def _kron_shapes(a, b):
+    d = max(np.ndim(a), np.ndim(b))
+    return (1,) * (d - np.ndim(a)) + np.shape(a), (1,) * (d - np.ndim(b)) + np.shape(b)
+
+
+def kron_grad_a(g, a, b):
+    """Adjoint of ``a`` in ``np.kron(a, b)``: ``g`` read as blocks (one per element of ``a``), each
+    summed against ``b``. Bilinear in ``g`` and ``b``; its transpose in ``g`` is ``np.kron(u, b)``."""
+    sa, sb = _kron_shapes(a, b)
+    d = len(sa)
+    blocks = np.reshape(g, [n for pair in zip(sa, sb) for n in pair])  # (a0, b0, a1, b1, ...)
+    out = np.tensordot(blocks, np.reshape(b, sb), axes=(tuple(range(1, 2 * d, 2)), tuple(range(d))))
+    return unbroadcast(np.reshape(out, np.shape(a)), a)
+
+
+def kron_grad_b(g, a, b):
+    """Adjoint of ``b`` in ``np.kron(a, b)``: the blocks of ``g`` weighted by the elements of ``a``."""
+    sa, sb = _kron_shapes(a, b)
+    d = len(sa)
+    blocks = np.reshape(g, [n for pair in zip(sa, sb) for n in pair])
+    out = np.tensordot(blocks, np.reshape(a, sa), axes=(tuple(range(0, 2 * d, 2)), tuple(range(d))))
+    return unbroadcast(np.reshape(out, np.shape(b)), b)
+
+
+def _rollaxis_destination(ndim, axis, start):
+    """Where ``np.rollaxis(x, axis, start)`` puts ``axis``: ``np.moveaxis``'s destination."""
+    axis = axis % ndim
+    start = start + ndim if start < 0 else start
+    return start - 1 if start > axis else start
+
+
+def rollaxis_grad(g, x, axis, start=0):
+    """Adjoint of ``np.rollaxis(x, axis, start)``: the axis of ``g`` moved back. Its transpose is
+    ``np.rollaxis`` itself."""
+    destination = _rollaxis_destination(np.ndim(x), axis, start)
+    return unbroadcast(np.moveaxis(g, destination, axis % np.ndim(x)), x)
+
+
+def select_grad(g, condlist, choicelist):
+    """Adjoints of the ``choicelist`` of ``np.select(condlist, choicelist, default)``: ``g`` where
+    each choice was taken (its condition the first true one), as a tuple."""
+    g = np.asarray(g)
+    taken = np.zeros(np.shape(g), dtype=bool)
+    out = []
+    for cond, choice in zip(condlist, choicelist):
+        first = np.logical_and(cond, np.logical_not(taken))
+        out.append(unbroadcast(np.where(first, g, 0.0), choice))
+        taken = np.logical_or(taken, cond)
+    return tuple(out)
+
+
+def select_default(condlist, g):
+    """``g`` where no condition of ``condlist`` holds, else 0: the share of ``np.select``'s default."""
+    g = np.asarray(g)
+    taken = np.zeros(np.shape(g), dtype=bool)
+    for cond in condlist:
+        taken = np.logical_or(taken, cond)
+    return np.where(taken, 0.0, g)
+
+
+def average_weights(w, a, axis=None, returned=False):
+    """The weights of ``np.average(a, axis, w)`` in a shape that broadcasts against ``a`` (a vector of
+    weights along ``axis`` as such an axis; 1.0 without weights)."""
+    if not (isinstance(returned, bool) and not returned):
+        raise NotImplementedError("np.average is differentiated with returned=False only")
+    if w is None:
+        return 1.0
+    w = np.asarray(w)
+    if w.shape == np.shape(a):
+        return w
+    shape = [1] * np.ndim(a)
+    shape[axis] = w.shape[0]
+    return np.reshape(w, tuple(shape))
+
+
+def median_grad(g, x, axis=None, keepdims=False):
+    """Adjoint of ``np.median(x, axis, keepdims=...)``: ``g`` to the middle element of each sorted line,
+    half of it to each of the two middle ones for an even count (ties: to the ones sorted there)."""
+    if not (axis is None or np.ndim(axis) == 0):
+        raise NotImplementedError("np.median is differentiated over one axis or all of them")
+    x = np.asarray(x)
+    lines = np.ravel(x)[None, :] if axis is None else np.moveaxis(x, axis, -1)
+    n = lines.shape[-1]
+    share = np.zeros(n)
+    if n % 2:
+        share[n // 2] = 1.0
+    elif n:
+        share[n // 2 - 1] = share[n // 2] = 0.5
+    weights = np.zeros(lines.shape)
+    np.put_along_axis(weights, np.argsort(lines, axis=-1, kind="stable"), np.broadcast_to(share, lines.shape), -1)
+    weights = np.reshape(weights, np.shape(x)) if axis is None else np.moveaxis(weights, -1, axis)
+    return unbroadcast(_expand(g, x, axis, keepdims) * weights, x)
+
+
+def permutation_grad(g, src, dst, axis=-1):
+    """``g`` (shaped like ``dst``) sent to the positions of ``src`` holding the same values: ``dst`` is a
+    rearrangement of ``src`` along ``axis`` (``np.partition``'s result; flat for ``axis=None``), the
+    k-th smallest of one at the place of the k-th smallest of the other. The adjoint of ``src`` in
+    that rearrangement; with ``src`` and ``dst`` swapped, its transpose (the tangent)."""
+    if axis is None:
+        out = np.zeros(np.size(src), dtype=np.result_type(g, 1.0))
+        out[np.argsort(np.ravel(src), kind="stable")] = np.ravel(g)[np.argsort(np.ravel(dst), kind="stable")]
+        return unbroadcast(np.reshape(out, np.shape(src)), src)
+    out = np.zeros(np.shape(src), dtype=np.result_type(g, 1.0))
+    ranked = np.take_along_axis(np.asarray(g), np.argsort(dst, axis=axis, kind="stable"), axis)
+    np.put_along_axis(out, np.argsort(src, axis=axis, kind="stable"), ranked, axis)
+    return unbroadcast(out, src)
+
+
+def _full_mode(mode) -> None:
+    if not (isinstance(mode, str) and mode == "full"):
+        raise NotImplementedError(f"np.convolve is differentiated in 'full' mode only, not {mode!r}")
+
+
+def convolve_grad(g, other, mode="full"):
+    """Adjoint of one operand of ``np.convolve(a, v)`` (full mode): ``g`` correlated with the other
+    one. Bilinear in ``g`` and ``other``; its transpose in ``g`` is ``np.convolve(u, other)``."""
+    _full_mode(mode)
+    return np.correlate(g, other, "valid")
+
+
+def _interp_weights(x, xp, left, right, period):
+    """For each point of ``np.interp(x, xp, fp, left, right)``: the two indices into ``fp`` and their
+    weights (0 where ``left``/``right`` is taken instead), as NumPy's interpolation reads ``fp``."""
+    if period is not None:
+        raise NotImplementedError("np.interp is differentiated without period= only")
+    x = np.ravel(np.asarray(x, dtype=np.float64))
+    xp = np.asarray(xp, dtype=np.float64)
+    n = xp.shape[0]
+    j = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, max(n - 2, 0))
+    k = np.minimum(j + 1, n - 1)
+    span = xp[k] - xp[j]
+    t = np.where(span > 0, (x - xp[j]) / np.where(span > 0, span, 1.0), 0.0)
+    wj, wk = 1.0 - t, t
+    below, above, last = x < xp[0], x > xp[-1], x == xp[-1]
+    wj = np.where(last, 0.0, wj)
+    wk = np.where(last, 1.0, wk)
+    j = np.where(below, 0, j)
+    wj = np.where(below, 0.0 if left is not None else 1.0, wj)
+    wk = np.where(below, 0.0, wk)
+    k = np.where(above, n - 1, k)
+    wj = np.where(above, 0.0, wj)
+    wk = np.where(above, 0.0 if right is not None else 1.0, wk)
+    return j, k, wj, wk
+
+
+def interp_grad(g, x, xp, fp, left=None, right=None, period=None):
+    """Adjoint of ``fp`` in ``np.interp(x, xp, fp, left, right)``: each point's ``g`` shared between the
+    two values of ``fp`` it lies between. Its transpose is :func:`interp_linear`."""
+    j, k, wj, wk = _interp_weights(x, xp, left, right, period)
+    g = np.ravel(np.asarray(g))
+    out = np.zeros(np.shape(fp), dtype=np.result_type(g, 1.0))
+    np.add.at(out, j, g * wj)
+    np.add.at(out, k, g * wk)
+    return unbroadcast(out, fp)
+
+
+def interp_linear(x, xp, u, left=None, right=None, period=None):
+    """``np.interp(x, xp, u, left, right)`` less its constant part (0 where ``left``/``right`` is
+    taken): linear in ``u``, the tangent of ``np.interp`` along ``u``."""
+    if period is not None:
+        raise NotImplementedError("np.interp is differentiated without period= only")
+    return np.interp(x, xp, u, None if left is None else 0.0, None if right is None else 0.0)
+
+
+def _gradient_transpose(g, n, spacing, axis, edge_order):
+    """The transpose of ``np.gradient(., spacing, edge_order=...)`` along ``axis`` (length ``n``)
+    applied to ``g``. Each result reads three neighbouring values (at most), one of each residue
+    mod 3: ``np.gradient`` of the three combs (ones at the places of one residue) gives every
+    result's coefficient of each, which are sent back to the places they came from."""
+    g = np.moveaxis(np.asarray(g), axis, -1)
+    out = np.zeros(g.shape, dtype=np.result_type(g, 1.0))
+    place = np.arange(n)
+    start = np.clip(place - 1, 0, max(n - 3, 0))  # the first of the values each result reads
+    for r in range(3):
+        comb = (place % 3 == r).astype(np.float64)
+        coefficients = np.gradient(comb, spacing, edge_order=edge_order)
+        source = start + (r - start) % 3
+        used = source < n
+        np.add.at(out, (Ellipsis, source[used]), (g * coefficients)[..., used])
+    return np.moveaxis(out, -1, axis)
+
+
+def gradient_grad(g, f, spacing=1.0, axis=None, edge_order=1):
+    """Adjoint of ``f`` in ``np.gradient(f, spacing, axis=axis, edge_order=edge_order)`` (one spacing
+    for every axis differentiated): ``g`` is one adjoint per axis (a tuple) where the result is a
+    tuple, else one array. Its transpose is ``np.gradient`` itself."""
+    f = np.asarray(f)
+    if axis is None:
+        axes = tuple(range(f.ndim))
+    elif np.ndim(axis) == 0:
+        axes = (axis % f.ndim,)
+    else:
+        axes = tuple(a % f.ndim for a in axis)
+    parts = (g,) if len(axes) == 1 else tuple(g)
+    out = np.zeros(f.shape, dtype=_grad_dtype(f))
+    for a, part in zip(axes, parts):
+        if isinstance(part, np.ndarray) or np.ndim(part):
+            out = out + _gradient_transpose(part, f.shape[a], spacing, a, edge_order)
+    return unbroadcast(out, f)

@@ -894,3 +894,12 @@ BATCHING: dict[str, BatchRule] = {
     "srctrans.parallel.collectives.all_gather": _all_gather(),
     "srctrans.parallel.collectives.axis_index": _axis_index(),
 }
+
+# --- array functions and reductions (issue 20) ---
+BATCHING.update({
+    "numpy.nan_to_num": elementwise(),  # (its nan=, posinf=, neginf=: unbatched)
+    "numpy.nansum": reduction(),
+    "numpy.nanmean": reduction(),
+    "numpy.nanmax": reduction(),
+    "numpy.nanmin": reduction(),
+})

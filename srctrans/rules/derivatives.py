@@ -184,7 +184,11 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.conjugate": elementwise("1.0"),
     "numpy.imag": elementwise("0.0"),
     "numpy.sinc": elementwise("rt.sinc_grad({x})"),
-    "numpy.clip": elementwise("rt.inside_mask({x}, {y}, {z})", None, None),
+    # (NumPy 2's min= and max= in the place of a_min and a_max: the other pair is None)
+    "numpy.clip": Rule(
+        "elementwise", _signature("x, a_min=None, a_max=None, out=None, min=None, max=None"),
+        {"x": "rt.inside_mask({x}, {a_min}, {a_max}) * rt.inside_mask({x}, {min}, {max})"},
+    ),
     # --- Python builtins and math -----------------------------------------------
     "builtins.abs": elementwise("np.sign({x})"),
     "builtins.max": elementwise("rt.ge_mask({x}, {y})", "1.0 - rt.ge_mask({x}, {y})"),
@@ -406,3 +410,93 @@ DERIVATIVES.update({
     ),
 })
 # --- end of the collectives' block ---
+
+# --- array functions and reductions (issue 20) ---
+# NaN-ignoring reductions: NaNs carry no
+# derivative (rt.sum_grad / rt.extremum_grad with NaN's places zeroed; a NaN never equals the max).
+_NANS_ZERO = "np.where(np.isnan({x}), 0.0, {v})"
+_NAN_COUNT = "rt.sum_to(np.where(np.isnan({x}), 0.0, rt.ones_like({x})), {ans}, {axis}, {keepdims})"
+# np.average: W the weights as they broadcast against a (1.0 without), S their sum along axis
+_W = "rt.average_weights({weights}, {a}, {axis}, {returned})"
+_S = f"rt.sum_to({_W} * rt.ones_like({{a}}), {{ans}}, {{axis}}, {{keepdims}})"
+_CENTERED = "({a} - rt.sum_grad({ans}, {a}, {axis}, {keepdims}))"
+_SPLIT = "rt.split_grad({g}, {axis})"
+DERIVATIVES.update({
+    "numpy.nansum": vjp(
+        "x, axis=None, dtype=None, out=None, keepdims=False",
+        jvp=dict(x="rt.sum_to(" + _NANS_ZERO.replace("{v}", "{t}") + ", {ans}, {axis}, {keepdims})"),
+        x=_NANS_ZERO.replace("{v}", "rt.sum_grad({g}, {x}, {axis}, {keepdims})"),
+    ),
+    "numpy.nanmean": vjp(
+        "x, axis=None, dtype=None, out=None, keepdims=False",
+        jvp=dict(x="rt.sum_to(" + _NANS_ZERO.replace("{v}", "{t}") + ", {ans}, {axis}, {keepdims}) / " + _NAN_COUNT),
+        x=_NANS_ZERO.replace("{v}", "rt.sum_grad({g} / " + _NAN_COUNT + ", {x}, {axis}, {keepdims})"),
+    ),
+    "numpy.nanmax": vjp("x, axis=None, out=None, keepdims=False", jvp=_reduction_jvp("extremum_grad", "{ans}, {axis}, {keepdims}"), x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
+    "numpy.nanmin": vjp("x, axis=None, out=None, keepdims=False", jvp=_reduction_jvp("extremum_grad", "{ans}, {axis}, {keepdims}"), x="rt.extremum_grad({g}, {x}, {ans}, {axis}, {keepdims})"),
+    # sum(a W) / sum(W) along axis: linear in a; in the weights, (a - average) / sum(W)
+    "numpy.average": vjp(
+        "a, axis=None, weights=None, returned=False, keepdims=False",
+        jvp=dict(
+            a=f"rt.sum_to({_W} * {{t}}, {{ans}}, {{axis}}, {{keepdims}}) / {_S}",
+            weights=f"rt.sum_to(rt.average_weights({{t}}, {{a}}, {{axis}}, {{returned}}) * {_CENTERED}, {{ans}}, {{axis}}, {{keepdims}}) / {_S}",
+        ),
+        a=f"rt.unbroadcast(rt.sum_grad({{g}} / {_S}, {{a}}, {{axis}}, {{keepdims}}) * {_W}, {{a}})",
+        weights=f"rt.unbroadcast(np.reshape(rt.unbroadcast(rt.sum_grad({{g}} / {_S}, {{a}}, {{axis}}, {{keepdims}}) * {_CENTERED}, {_W}), np.shape({{weights}})), {{weights}})",
+    ),
+    "numpy.median": vjp(
+        "x, axis=None, out=None, overwrite_input=False, keepdims=False",
+        jvp=_reduction_jvp("median_grad", "{axis}, {keepdims}"), x="rt.median_grad({g}, {x}, {axis}, {keepdims})",
+    ),
+    "numpy.append": vjp(
+        "arr, values, axis=None", jvp=LINEAR,
+        arr="rt.append_grad_arr({g}, {arr}, {values}, {axis})", values="rt.append_grad_values({g}, {arr}, {values}, {axis})",
+    ),
+    "numpy.column_stack": vjp("arrays", jvp=LINEAR, arrays="rt.column_stack_grad({g}, {arrays})"),
+    "numpy.kron": vjp("a, b", jvp=MULTILINEAR, a="rt.kron_grad_a({g}, {a}, {b})", b="rt.kron_grad_b({g}, {a}, {b})"),
+    # <g, a x b> = <a, b x g> = <b, g x a> (3-vectors along the last axis)
+    "numpy.cross": vjp("a, b", jvp=MULTILINEAR, a="rt.unbroadcast(np.cross({b}, {g}), {a})", b="rt.unbroadcast(np.cross({g}, {a}), {b})"),
+    # each choice where its condition is the first that holds; the default where none does
+    "numpy.select": vjp(
+        "condlist, choicelist, default=0", jvp=LINEAR,
+        choicelist="rt.select_grad({g}, {condlist}, {choicelist})",
+        default="rt.unbroadcast(rt.select_default({condlist}, {g}), {default})",
+    ),
+    # NaNs and infinities are replaced by constants
+    "numpy.nan_to_num": vjp(
+        "x, copy=True, nan=0.0, posinf=None, neginf=None",
+        jvp=dict(x="np.where(np.isfinite({x}), {t}, 0.0)"), x="rt.unbroadcast(np.where(np.isfinite({x}), {g}, 0.0), {x})",
+    ),
+    # (its signature written out: a default with a comma)
+    "numpy.rot90": Rule("vjp", (Param("x"), Param("k", "1"), Param("axes", "(0, 1)")), {"x": "np.rot90({g}, -({k}), {axes})"}, jvp=LINEAR),
+    "numpy.rollaxis": vjp("x, axis, start=0", jvp=LINEAR, x="rt.rollaxis_grad({g}, {x}, {axis}, {start})"),
+    "numpy.array_split": vjp("x, indices_or_sections, axis=0", jvp=LINEAR, x=_SPLIT),
+    "numpy.vsplit": vjp("x, indices_or_sections", jvp=LINEAR, x="rt.split_grad({g}, 0)"),
+    "numpy.hsplit": vjp("x, indices_or_sections", jvp=LINEAR, x="rt.split_grad({g}, min(len(np.shape({x})) - 1, 1))"),
+    "numpy.dsplit": vjp("x, indices_or_sections", jvp=LINEAR, x="rt.split_grad({g}, 2)"),
+    # the k-th smallest of the result is the k-th smallest of x (ties: in their order)
+    "numpy.partition": vjp("x, kth, axis=-1, kind='introselect', order=None", jvp=dict(x="rt.permutation_grad({t}, {ans}, {x}, {axis})"), x="rt.permutation_grad({g}, {x}, {ans}, {axis})"),
+    # full mode: each operand's adjoint is g correlated with the other
+    "numpy.convolve": vjp("a, v, mode='full'", jvp=MULTILINEAR, a="rt.convolve_grad({g}, {v}, {mode})", v="rt.convolve_grad({g}, {a}, {mode})"),
+    # linear in fp (x and xp: constants); left and right add a constant part
+    "numpy.interp": vjp(
+        "x, xp, fp, left=None, right=None, period=None",
+        jvp=dict(fp="rt.interp_linear({x}, {xp}, {t}, {left}, {right}, {period})"),
+        fp="rt.interp_grad({g}, {x}, {xp}, {fp}, {left}, {right}, {period})",
+    ),
+    # (one spacing, a number or coordinates, for the axes it differentiates along; x is linear)
+    "numpy.gradient": vjp(
+        "f, spacing=1.0, axis=None, edge_order=1", jvp=LINEAR, f="rt.gradient_grad({g}, {f}, {spacing}, {axis}, {edge_order})"
+    ),
+    # scipy.special (psi is digamma)
+    "scipy.special.digamma": elementwise("rt.trigamma({x})"),
+    "scipy.special.psi": elementwise("rt.trigamma({x})"),
+    "scipy.special.logit": elementwise("1.0 / ({x} * (1.0 - {x}))"),
+    # x log(y); as rt.xlogy's rule, y + (y == 0) keeps the partials finite where y is 0
+    "scipy.special.xlogy": elementwise("np.log({y} + ({y} == 0))", "{x} / ({y} + ({y} == 0))"),
+    # ans (g - sum(g ans)) along axis: a symmetric Jacobian
+    "scipy.special.softmax": vjp(
+        "x, axis=None", jvp=dict(x="{ans} * ({t} - np.sum({t} * {ans}, {axis}, None, None, True))"),
+        x="rt.unbroadcast({ans} * ({g} - np.sum({g} * {ans}, {axis}, None, None, True)), {x})",
+    ),
+})

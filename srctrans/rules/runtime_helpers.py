@@ -378,4 +378,55 @@ RUNTIME_DERIVATIVES.update({
     ),
     "srctrans.runtime.shift_left": vjp("z, axis=None", jvp=LINEAR, z="np.reshape(rt.shift_right({g}, {axis}, 0.0), np.shape({z}))"),
 })
+# --- array functions and reductions (issue 20) ---
+# The helpers of np.append, np.column_stack, np.kron, np.rollaxis, np.select, np.average, np.median,
+# np.partition, np.convolve and np.interp: linear in their g_ (each one's adjoint is the function
+# itself or its transpose); the other operands give shapes and positions, except the second operand
+# of the bilinear ones (kron's, convolve's)
+RUNTIME_DERIVATIVES.update({
+    "srctrans.runtime.append_grad_arr": vjp(
+        "g_, arr, values, axis=None", jvp=LINEAR, g_="rt.unbroadcast(np.append({g}, rt.zeros_like({values}), {axis}), {g_})"
+    ),
+    "srctrans.runtime.append_grad_values": vjp(
+        "g_, arr, values, axis=None", jvp=LINEAR, g_="rt.unbroadcast(np.append(rt.zeros_like({arr}), {g}, {axis}), {g_})"
+    ),
+    "srctrans.runtime.column_stack_grad": vjp("g_, arrays", jvp=LINEAR, g_="np.column_stack({g})"),
+    # <u, kron_grad_a(g, a, b)> = <g, kron(u, b)>; <u, kron_grad_b(g, a, b)> = <g, kron(a, u)>
+    "srctrans.runtime.kron_grad_a": vjp(
+        "g_, a, b", jvp=MULTILINEAR, g_="rt.unbroadcast(np.kron({g}, {b}), {g_})", b="rt.kron_grad_b({g_}, {g}, {b})"
+    ),
+    "srctrans.runtime.kron_grad_b": vjp(
+        "g_, a, b", jvp=MULTILINEAR, g_="rt.unbroadcast(np.kron({a}, {g}), {g_})", a="rt.kron_grad_a({g_}, {a}, {g})"
+    ),
+    "srctrans.runtime.rollaxis_grad": vjp("g_, x, axis, start=0", jvp=LINEAR, g_="rt.unbroadcast(np.rollaxis({g}, {axis}, {start}), {g_})"),
+    # ({g}: the tuple of the choices' adjoints)
+    "srctrans.runtime.select_grad": vjp("g_, condlist, choicelist", jvp=LINEAR, g_="rt.unbroadcast(np.select({condlist}, {g}, 0.0), {g_})"),
+    "srctrans.runtime.select_default": vjp("condlist, g_", jvp=LINEAR, g_="rt.unbroadcast(rt.select_default({condlist}, {g}), {g_})"),
+    "srctrans.runtime.average_weights": vjp(
+        "w, a, axis=None, returned=False", jvp=LINEAR, w="rt.unbroadcast(np.reshape({g}, np.shape({w})), {w})"
+    ),
+    # x only chooses the middle positions (piecewise constant)
+    "srctrans.runtime.median_grad": vjp(
+        "g_, x, axis=None, keepdims=False", jvp=LINEAR, g_=_g_of_reduction("median_grad", "{x}, {axis}, {keepdims}")
+    ),
+    # a rearrangement's transpose: the same values the other way round
+    "srctrans.runtime.permutation_grad": vjp("g_, src, dst, axis=-1", jvp=LINEAR, g_="rt.permutation_grad({g}, {dst}, {src}, {axis})"),
+    # <u, correlate(g, other)> = <g, convolve(u, other)>
+    "srctrans.runtime.convolve_grad": vjp(
+        "g_, other, mode='full'", jvp=MULTILINEAR, g_="np.convolve({g}, {other})", other="rt.convolve_grad({g_}, {g}, {mode})"
+    ),
+    # (a tuple of adjoints, one per axis, where np.gradient gives a tuple)
+    "srctrans.runtime.gradient_grad": vjp(
+        "g_, f, spacing=1.0, axis=None, edge_order=1", jvp=LINEAR,
+        g_="np.gradient({g}, {spacing}, axis={axis}, edge_order={edge_order})",
+    ),
+    "srctrans.runtime.interp_grad": vjp(
+        "g_, x, xp, fp, left=None, right=None, period=None", jvp=LINEAR,
+        g_="rt.unbroadcast(rt.interp_linear({x}, {xp}, {g}, {left}, {right}, {period}), {g_})",
+    ),
+    "srctrans.runtime.interp_linear": vjp(
+        "x, xp, u, left=None, right=None, period=None", jvp=LINEAR,
+        u="rt.interp_grad({g}, {x}, {xp}, {u}, {left}, {right}, {period})",
+    ),
+})
 DERIVATIVES.update(RUNTIME_DERIVATIVES)  # when this module was imported first

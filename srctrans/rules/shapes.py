@@ -24,3 +24,13 @@ NUMBER_RESULTS: dict[str, tuple[str, ...]] = {
     "scipy.special.logsumexp": _FULL,
     "numpy.vdot": (),
 }
+
+# --- array functions and reductions (issue 20) ---
+NUMBER_RESULTS.update({
+    "numpy.nansum": _FULL,
+    "numpy.nanmean": _FULL,
+    "numpy.nanmax": _FULL,
+    "numpy.nanmin": _FULL,
+    "numpy.median": _FULL,
+    "numpy.average": _FULL,
+})

@@ -586,6 +586,36 @@ SPECS += [
     ("srctrans.runtime.sum_grad", sum_grad_full, [num(), mat(2, 3)], None),
     ("srctrans.runtime.sum_grad", sum_grad_full, [num(), vec(3)], None),
 ]
+# --- array functions and reductions (issue 20) ---
+NAN_AT = np.array([[True, False, False], [False, False, True]])
+
+
+def nan_to_num_op(x):
+    return np.nan_to_num(np.where(NAN_AT, np.nan, x), nan=0.5)
+
+
+def nanmean_nans_op(x):
+    return np.nanmean(np.where(NAN_AT, np.nan, x), axis=0)
+
+
+def nanmax_nans_op(x):
+    return np.nanmax(np.where(NAN_AT, np.nan, x))
+
+
+def nansum_keepdims_op(x):
+    return np.nansum(np.where(NAN_AT, np.nan, x), axis=-1, keepdims=True)
+
+
+SPECS += [
+    ("numpy.nan_to_num", _unary(np.nan_to_num), [mat(2, 3)], None),
+    ("numpy.nan_to_num", nan_to_num_op, [mat(2, 3)], None),
+    ("numpy.nanmean", nanmean_nans_op, [mat(2, 3)], None),
+    ("numpy.nanmax", nanmax_nans_op, [mat(2, 3)], None),
+    ("numpy.nansum", nansum_keepdims_op, [mat(2, 3)], None),
+]
+for key in ["numpy.nansum", "numpy.nanmean", "numpy.nanmax", "numpy.nanmin"]:
+    for axis in (None, 1):
+        SPECS.append((key, reduce_fn(_np(key), axis), [mat(2, 3)], None))
 # psum/pmean over this vmap's own axis are tested in test_api.py (their result is not
 # per-example); these only check that another axis's collective is left for its vmap.
 PASS_THROUGH = [

@@ -124,7 +124,14 @@ SPECS = {
     "numpy.conjugate": [(lambda x: np.conjugate(x) * x, (lambda r: normal(r, 3),))],
     "numpy.imag": [(lambda x: np.imag(x) + x * x, (lambda r: normal(r, 3),))],
     "numpy.sinc": [(lambda x: np.sinc(x), (lambda r: normal(r, 3) + 0.05,))],
-    "numpy.clip": [(lambda x: np.clip(x, -0.5, 0.5), (lambda r: normal(r, 6),))],
+    "numpy.clip": [
+        (lambda x: np.clip(x, -0.5, 0.5), (lambda r: normal(r, 6),)),
+        (lambda x: np.clip(x, a_min=-0.5, a_max=0.5) * x, (lambda r: normal(r, 6),)),
+        (lambda x: np.clip(x, a_min=None, a_max=0.3) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.clip(x, None, 0.3) ** 2, (lambda r: normal(r, 5),)),
+        (lambda x: np.clip(x, min=-0.3) * x, (lambda r: normal(r, 5),)),
+        (lambda x: np.clip(x, min=-0.3, max=0.4) ** 2, (lambda r: normal(r, 3, 4),)),
+    ],
     # --- Python builtins and math -----------------------------------------------------
     "builtins.abs": [(lambda x: abs(x) * 2.0, (lambda r: float(normal(r)) + 0.1,))],
     "builtins.max": [(lambda x, y: max(x, y) * x, (lambda r: float(normal(r)), lambda r: float(normal(r))))],
@@ -388,6 +395,169 @@ SPECS = {
     "ndarray.dtype": [(lambda x: x * (x.dtype == np.float64), (lambda r: normal(r, 3),))],
 }
 
+
+# --- array functions and reductions (issue 20) ---
+# NaNs in the places of NANS (every column and row keeps a number)
+NANS = np.array([[True, False, False, False], [False, True, False, True], [False, False, False, False]])
+XP = np.array([-1.0, -0.2, 0.5, 0.9, 2.0])  # interp's points
+XS = np.array([-1.5, -1.0, -0.6, 0.0, 0.5, 0.7, 1.9, 2.0, 2.5])  # below, at, between and above them
+
+
+def _select_spec(x, y):
+    xx = x * x
+    return np.select([x > 0.5, x < -0.5], [xx, y], 0.0) * B
+
+
+def _select_default_spec(x, y):
+    return np.select([x > 0.3, x > -0.3], [x, 2.0], y) ** 2
+
+
+def _array_split_spec(x):
+    a, b, c = np.array_split(x, 3, axis=1)
+    return np.sum(a * a) + np.sum(b * 2.0) + np.sum(c * c * c)
+
+
+def _vsplit_spec(x):
+    a, b = np.vsplit(x, [1])
+    return np.sum(a * a) + np.sum(b * 3.0)
+
+
+def _hsplit_spec(x):
+    a, b = np.hsplit(x, 2)
+    return a * b + a
+
+
+def _hsplit_vector_spec(x):
+    a, b = np.hsplit(x, [1])
+    return np.sum(a * a) + np.sum(b * b * b)
+
+
+def _dsplit_spec(x):
+    a, b = np.dsplit(x, 2)
+    return np.sum(a * a) + np.sum(b * 3.0)
+
+
+def _gradient_spec(f):
+    a, b = np.gradient(f, 0.3)
+    return np.sum(a * a) + np.sum(b * 3.0 * b)
+
+
+XC = np.array([0.0, 0.4, 1.1, 1.5, 2.6])  # np.gradient's coordinates
+
+
+SPECS.update({
+    "numpy.nansum": [
+        (lambda x: np.nansum(np.where(NANS, np.nan, x)) * 2.0, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.nansum(np.where(NANS, np.nan, x), axis=0) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.nansum(x * x, axis=1, keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.nanmean": [
+        (lambda x: np.nanmean(np.where(NANS, np.nan, x)) ** 2, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.nanmean(np.where(NANS, np.nan, x), axis=0) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.nanmean(np.where(NANS, np.nan, x), axis=1, keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.nanmax": [
+        (lambda x: np.nanmax(np.where(NANS, np.nan, x), axis=0) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.nanmax(np.where(NANS, np.nan, x)) * x, (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.nanmin": [
+        (lambda x: np.nanmin(np.where(NANS, np.nan, x), axis=1, keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.nanmin(x) * 2.0, (lambda r: normal(r, 5),)),
+    ],
+    "numpy.average": [
+        (lambda a: np.average(a) * 2.0, (lambda r: normal(r, 3, 4),)),
+        (lambda a: np.average(a, axis=1) ** 2, (lambda r: normal(r, 3, 4),)),
+        (lambda a, w: np.average(a, axis=0, weights=w) * B, (lambda r: normal(r, 3, 4), lambda r: pos(r, 3))),
+        (lambda a, w: np.average(a, weights=w) * 2.0, (lambda r: normal(r, 3, 4), lambda r: pos(r, 3, 4))),
+        (lambda a, w: np.average(a, 1, w, keepdims=True) * a, (lambda r: normal(r, 3, 4), lambda r: pos(r, 4))),
+        (lambda a, w: np.average(a, axis=1, weights=w) ** 2, (lambda r: normal(r, 3, 4), lambda r: pos(r, 3, 4))),
+    ],
+    "numpy.median": [
+        (lambda x: np.median(x) * 2.0, (lambda r: normal(r, 5),)),
+        (lambda x: np.median(x) * x, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.median(x, axis=0) * B, (lambda r: normal(r, 4, 4),)),
+        (lambda x: np.median(x, axis=1, keepdims=True) * x, (lambda r: normal(r, 3, 5),)),
+    ],
+    "numpy.append": [
+        (lambda x, y: np.append(x, y) ** 2, (lambda r: normal(r, 2, 3), lambda r: normal(r, 4))),
+        (lambda x, y: np.append(x, y, axis=0) * B, (lambda r: normal(r, 2, 4), lambda r: normal(r, 1, 4))),
+        (lambda x, y: np.append(x, y, 1) ** 2, (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 1))),
+        (lambda x: np.append(x, 2.0) ** 2, (lambda r: normal(r, 3),)),
+    ],
+    "numpy.column_stack": [
+        (lambda x, y: np.column_stack([x, y]) ** 2, (lambda r: normal(r, 3), lambda r: normal(r, 3, 2))),
+        (lambda x, y: np.column_stack((x, y)) * B[:2], (lambda r: normal(r, 4), lambda r: normal(r, 4))),
+    ],
+    "numpy.kron": [
+        (lambda a, b: np.kron(a, b), (lambda r: normal(r, 2, 3), lambda r: normal(r, 2, 2))),
+        (lambda a, b: np.kron(a, b) ** 2, (lambda r: normal(r, 3), lambda r: normal(r, 2))),
+        (lambda a, b: np.kron(a, b), (lambda r: normal(r, 2), lambda r: normal(r, 2, 3))),
+        (lambda a, b: np.kron(a, b), (lambda r: normal(r, 2, 2), lambda r: normal(r, 3))),
+    ],
+    "numpy.cross": [
+        (lambda a, b: np.cross(a, b), (lambda r: normal(r, 3), lambda r: normal(r, 3))),
+        (lambda a, b: np.cross(a, b) ** 2, (lambda r: normal(r, 4, 3), lambda r: normal(r, 3))),
+    ],
+    "numpy.select": [
+        (_select_spec, (lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
+        (_select_default_spec, (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+    ],
+    "numpy.nan_to_num": [
+        (lambda x: np.nan_to_num(np.where(NANS, np.nan, x)) * x, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.nan_to_num(np.where(NANS, np.inf, x), posinf=2.0) ** 2, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.nan_to_num(x) * 2.0, (lambda r: float(normal(r)),)),
+    ],
+    "numpy.rot90": [
+        (lambda x: np.rot90(x) * B[:3], (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.rot90(x, 2) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.rot90(x, -1, (1, 2)) ** 2, (lambda r: normal(r, 2, 3, 4),)),
+    ],
+    "numpy.rollaxis": [
+        (lambda x: np.rollaxis(x, 2) ** 2, (lambda r: normal(r, 2, 3, 4),)),
+        (lambda x: np.rollaxis(x, 0, 3) * B[:2], (lambda r: normal(r, 2, 3, 4),)),
+        (lambda x: np.rollaxis(x, -1, 1) ** 2, (lambda r: normal(r, 2, 3, 4),)),
+    ],
+    "numpy.array_split": [(_array_split_spec, (lambda r: normal(r, 2, 5),))],
+    "numpy.vsplit": [(_vsplit_spec, (lambda r: normal(r, 3, 4),))],
+    "numpy.hsplit": [(_hsplit_spec, (lambda r: normal(r, 3, 4),)), (_hsplit_vector_spec, (lambda r: normal(r, 4),))],
+    "numpy.dsplit": [(_dsplit_spec, (lambda r: normal(r, 2, 3, 4),))],
+    "numpy.partition": [
+        (lambda x: np.partition(x, 2) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.partition(x, 1, axis=0) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.partition(x, 5, axis=None) * np.arange(12.0), (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.convolve": [
+        (lambda a, v: np.convolve(a, v), (lambda r: normal(r, 5), lambda r: normal(r, 3))),
+        (lambda a, v: np.convolve(a, v) ** 2, (lambda r: normal(r, 2), lambda r: normal(r, 4))),
+        (lambda a: np.convolve(a, B) * a[0], (lambda r: normal(r, 3),)),
+    ],
+    "numpy.interp": [
+        (lambda fp: np.interp(XS, XP, fp) ** 2, (lambda r: normal(r, 5),)),
+        (lambda fp: np.interp(XS, XP, fp, left=-1.0, right=2.0) * fp[0], (lambda r: normal(r, 5),)),
+        (lambda fp: np.interp(0.3, XP, fp) * 2.0, (lambda r: normal(r, 5),)),
+    ],
+    "numpy.gradient": [
+        (lambda f: np.gradient(f) ** 2, (lambda r: normal(r, 5),)),
+        (lambda f: np.gradient(f, 0.5, edge_order=2) * B, (lambda r: normal(r, 4),)),
+        (lambda f: np.gradient(f, XC, edge_order=2) ** 3, (lambda r: normal(r, 5),)),
+        (lambda f: np.gradient(f, XC) ** 3, (lambda r: normal(r, 5),)),
+        (_gradient_spec, (lambda r: normal(r, 3, 4),)),
+        (lambda f: np.gradient(f, axis=1, edge_order=2) * B, (lambda r: normal(r, 3, 4),)),
+    ],
+    "scipy.special.digamma": [(lambda x: special.digamma(x), (lambda r: pos(r, 4) + 0.5,))],
+    "scipy.special.psi": [(lambda x: special.psi(x), (lambda r: pos(r, 4) + 0.5,))],
+    "scipy.special.logit": [(lambda x: special.logit(x), (lambda r: r.uniform(0.1, 0.9, 4),))],
+    "scipy.special.xlogy": [
+        (lambda x, y: special.xlogy(x, y), (lambda r: normal(r, 3, 2), lambda r: pos(r, 2))),
+        (lambda x, y: special.xlogy(x * np.array([1.0, 0.0, 1.0]), y), (lambda r: normal(r, 3), lambda r: pos(r, 3))),
+    ],
+    "scipy.special.softmax": [
+        (lambda x: special.softmax(x) * B, (lambda r: normal(r, 4),)),
+        (lambda x: special.softmax(x, axis=0) ** 2, (lambda r: normal(r, 3, 4),)),
+        (lambda x: special.softmax(x, axis=-1) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: special.softmax(x) * x, (lambda r: normal(r, 2, 3),)),
+    ],
+})
 
 from .specs_runtime import RUNTIME_SPECS  # noqa: E402
 

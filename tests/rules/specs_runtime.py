@@ -415,3 +415,86 @@ RUNTIME_SPECS = {
         (lambda g, a, v, w: rt.solve_grad_a(g, a, v, w), (lambda r: normal(r, 2, 3), lambda r: wellposed(r, 2, 3, 3), lambda r: normal(r, 3), lambda r: normal(r, 2, 3))),
     ],
 }
+
+
+# --- array functions and reductions (issue 20) ---
+CONDS = [np.array([True, False, True, False]), np.array([[True], [False], [True]])]  # broadcast to (3, 4)
+XP = np.array([-1.0, -0.2, 0.5, 0.9, 2.0])
+XS = np.array([-1.5, -1.0, -0.6, 0.0, 0.5, 0.7, 1.9, 2.0, 2.5])
+
+
+def _column_stack_grad_spec(g, x, y):
+    a, b = rt.column_stack_grad(g, [x, y])
+    return np.sum(a * a) + np.sum(b * 3.0)
+
+
+def _select_grad_spec(g, x, y):
+    a, b = rt.select_grad(g, CONDS, [x, y])
+    return np.sum(a * a) + np.sum(b * b * b)
+
+
+def _gradient_grad_spec(p, q, f):
+    return rt.gradient_grad((p, q * q), f, 0.3, None, 2) ** 2
+
+
+XC = np.array([0.0, 0.4, 1.1, 1.5, 2.6])
+
+
+RUNTIME_SPECS.update({
+    "srctrans.runtime.append_grad_arr": [
+        (lambda g, a, v: rt.append_grad_arr(g, a, v, None), (lambda r: normal(r, 10), lambda r: normal(r, 2, 3), lambda r: normal(r, 4))),
+        (lambda g, a, v: rt.append_grad_arr(g, a, v, 1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 1), lambda r: normal(r, 3, 3))),
+    ],
+    "srctrans.runtime.append_grad_values": [
+        (lambda g, a, v: rt.append_grad_values(g, a, v, None), (lambda r: normal(r, 10), lambda r: normal(r, 2, 3), lambda r: normal(r, 4))),
+        (lambda g, a, v: rt.append_grad_values(g, a, v, 0), (lambda r: normal(r, 3, 4), lambda r: normal(r, 2, 4), lambda r: normal(r, 1, 4))),
+    ],
+    "srctrans.runtime.column_stack_grad": [(_column_stack_grad_spec, (lambda r: normal(r, 3, 3), lambda r: normal(r, 3), lambda r: normal(r, 3, 2)))],
+    "srctrans.runtime.kron_grad_a": [
+        (lambda g, a, b: rt.kron_grad_a(g, a, b), (lambda r: normal(r, 4, 6), lambda r: normal(r, 2, 3), lambda r: normal(r, 2, 2))),
+        (lambda g, a, b: rt.kron_grad_a(g, a, b), (lambda r: normal(r, 2, 6), lambda r: normal(r, 2), lambda r: normal(r, 2, 3))),
+    ],
+    "srctrans.runtime.kron_grad_b": [
+        (lambda g, a, b: rt.kron_grad_b(g, a, b), (lambda r: normal(r, 4, 6), lambda r: normal(r, 2, 3), lambda r: normal(r, 2, 2))),
+        (lambda g, a, b: rt.kron_grad_b(g, a, b), (lambda r: normal(r, 6), lambda r: normal(r, 3), lambda r: normal(r, 2))),
+    ],
+    "srctrans.runtime.rollaxis_grad": [
+        (lambda g, x: rt.rollaxis_grad(g, x, 2, 0), (lambda r: normal(r, 4, 2, 3), lambda r: normal(r, 2, 3, 4))),
+        (lambda g, x: rt.rollaxis_grad(g, x, 0, 3), (lambda r: normal(r, 3, 4, 2), lambda r: normal(r, 2, 3, 4))),
+    ],
+    "srctrans.runtime.select_grad": [(_select_grad_spec, (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4), lambda r: normal(r, 4)))],
+    "srctrans.runtime.select_default": [(lambda g: rt.select_default(CONDS, g) * 2.0, (lambda r: normal(r, 3, 4),))],
+    "srctrans.runtime.average_weights": [
+        (lambda w, a: rt.average_weights(w, a, 1, False) * a, (lambda r: normal(r, 4), lambda r: normal(r, 3, 4))),
+        (lambda w, a: rt.average_weights(w, a, None, False) ** 2, (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+    ],
+    "srctrans.runtime.median_grad": [
+        (lambda g, x: rt.median_grad(g, x, None, False), (scalar, lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.median_grad(g, x, 0, False), (lambda r: normal(r, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.median_grad(g, x, 1, True), (lambda r: normal(r, 3, 1), lambda r: normal(r, 3, 4))),
+    ],
+    "srctrans.runtime.permutation_grad": [
+        (lambda g, x: rt.permutation_grad(g, x, np.partition(x, 1), -1), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.permutation_grad(g, x, np.partition(x, 4, axis=None), None), (lambda r: normal(r, 12), lambda r: normal(r, 3, 4))),
+        (lambda g, x: rt.permutation_grad(g, x, np.partition(x, 1, axis=0), 0), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+    ],
+    "srctrans.runtime.convolve_grad": [
+        (lambda g, v: rt.convolve_grad(g, v, "full"), (lambda r: normal(r, 7), lambda r: normal(r, 3))),
+        (lambda g, v: rt.convolve_grad(g, v, "full") ** 2, (lambda r: normal(r, 5), lambda r: normal(r, 4))),
+    ],
+    "srctrans.runtime.gradient_grad": [
+        (lambda g, f: rt.gradient_grad(g, f, 1.0, None, 1), (lambda r: normal(r, 5), lambda r: normal(r, 5))),
+        (lambda g, f: rt.gradient_grad(g, f, XC, None, 2) ** 2, (lambda r: normal(r, 5), lambda r: normal(r, 5))),
+        (_gradient_grad_spec, (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+        (lambda g, f: rt.gradient_grad(g, f, 0.5, -1, 2), (lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4))),
+    ],
+    "srctrans.runtime.interp_grad": [
+        (lambda g, fp: rt.interp_grad(g, XS, XP, fp, None, None, None), (lambda r: normal(r, 9), lambda r: normal(r, 5))),
+        (lambda g, fp: rt.interp_grad(g, XS, XP, fp, -1.0, 2.0, None) * fp, (lambda r: normal(r, 9), lambda r: normal(r, 5))),
+        (lambda g, fp: rt.interp_grad(g, 0.3, XP, fp, None, None, None), (scalar, lambda r: normal(r, 5))),
+    ],
+    "srctrans.runtime.interp_linear": [
+        (lambda u: rt.interp_linear(XS, XP, u, None, None, None), (lambda r: normal(r, 5),)),
+        (lambda u: rt.interp_linear(XS, XP, u, 1.0, -1.0, None) ** 2, (lambda r: normal(r, 5),)),
+    ],
+})

@@ -87,7 +87,8 @@ def test_a_planted_wrong_rule_is_caught(monkeypatch):
 # Parameters that take ints, axes, flags, strings or shapes: never a differentiated value.
 NOT_VALUES = frozenset(
     "axis axes keepdims ddof index indices k offset axis1 axis2 n shift reps repeats pad_width mode subscripts "
-    "ord source destination endpoint at_stop dtype out shape condition num kind order axis_name indices_or_sections".split()
+    "ord source destination endpoint at_stop dtype out shape condition num kind order axis_name indices_or_sections "
+    "start condlist returned left right period edge_order".split()
 )
 # The runtime helpers' parameters read only for a shape, for positions or as a constant have no
 # template; the specs pass each as a differentiated argument, so that the numerical check sees
@@ -95,6 +96,11 @@ NOT_VALUES = frozenset(
 HELPER_PARAMS_NOT_EXERCISED = {
     ("srctrans.runtime.logsumexp_grad", "b"): "logsumexp's b= is refused (NotImplementedError), not differentiated",
     ("srctrans.runtime.shift_right", "fill"): "the rules that call it pass a literal",
+    ("srctrans.runtime.gradient_grad", "spacing"): "np.gradient's spacing is a constant: its rule refuses a differentiated one",
+    ("srctrans.runtime.interp_grad", "x"): "np.interp is differentiated in fp only: its rule refuses a differentiated x",
+    ("srctrans.runtime.interp_grad", "xp"): "np.interp is differentiated in fp only: its rule refuses a differentiated xp",
+    ("srctrans.runtime.interp_linear", "x"): "np.interp is differentiated in fp only: its rule refuses a differentiated x",
+    ("srctrans.runtime.interp_linear", "xp"): "np.interp is differentiated in fp only: its rule refuses a differentiated xp",
 }
 
 

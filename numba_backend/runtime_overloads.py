@@ -1868,11 +1868,111 @@ def _k_norm(out3, x3, gf, af):
                 out3[i, j, k] = 0.0 if a == 0 else gf[i * q + k] * x3[i, j, k] / a
 
 
+@register_jitable
+def _k_norm_ord_grad(out3, x3, gf, af, p):
+    """Vector norms of order ``p`` (issue 20): ``g`` times ``norm_weights``."""
+    pp, nn, q = x3.shape
+    for i in range(pp):
+        for k in range(q):
+            g, a = gf[i * q + k], af[i * q + k]
+            if p == np.inf or p == -np.inf:
+                best = np.inf if p == -np.inf else 0.0
+                for j in range(nn):
+                    m = abs(x3[i, j, k])
+                    best = max(best, m) if p == np.inf else min(best, m)
+                count = 0
+                for j in range(nn):
+                    count += abs(x3[i, j, k]) == best
+                for j in range(nn):
+                    v = x3[i, j, k]
+                    out3[i, j, k] = g * np.sign(v) / count if abs(v) == best else 0.0
+            else:
+                for j in range(nn):
+                    v = x3[i, j, k]
+                    if p == 0 or v == 0 or (p != 1 and a == 0):
+                        out3[i, j, k] = 0.0
+                    elif p == 1:
+                        out3[i, j, k] = g * np.sign(v)
+                    else:
+                        out3[i, j, k] = g * np.sign(v) * (abs(v) / a) ** (p - 1.0)
+
+
+@register_jitable
+def _matrix_norm_weights(x, p):
+    """``norm_weights`` of one matrix (2-d, float64) for ord ``p`` (2, -2, 1, -1, inf, -inf; 0: 'nuc')."""
+    m, n = x.shape
+    if p == 0 or p == 2 or p == -2:
+        u, s, vt = np.linalg.svd(x, full_matrices=False)
+        if p == 0:
+            return u @ vt
+        k = 0 if p == 2 else s.size - 1
+        return np.outer(u[:, k], vt[k, :])
+    w = np.zeros((m, n))
+    cols = p == 1 or p == -1
+    sums = np.abs(x).sum(axis=0) if cols else np.abs(x).sum(axis=1)
+    if sums.size == 0:
+        return w
+    best = sums.max() if p > 0 else sums.min()
+    count = 0
+    for j in range(sums.size):
+        count += sums[j] == best
+    for i in range(m):
+        for j in range(n):
+            if sums[j if cols else i] == best:
+                w[i, j] = np.sign(x[i, j]) / count
+    return w
+
+
+def _is_vector_norm(x: Any, axis: Any) -> bool:
+    kind = _axis_kind(axis, "norm_grad")
+    return kind == "int" or (kind == "none" and isinstance(x, types.Array) and x.ndim == 1)
+
+
+@overload(rt.norm_ord_once)
+def _ov_norm_ord_once(ord, x, axis=None):
+    if _is_none(ord):
+        return lambda ord, x, axis=None: None
+    if isinstance(ord, (types.Integer, types.Float)) and _is_vector_norm(x, axis):
+
+        def impl(ord, x, axis=None):
+            if ord != 2:
+                raise NotImplementedError("np.linalg.norm with an ord other than None and 2 is differentiated once only")
+            return None
+
+        return impl
+    raise TypingError(f"srctrans.runtime.norm_ord_once: np.linalg.norm with ord={ord} is differentiated once only")
+
+
 @overload(rt.norm_grad)
 def _ov_norm_grad(g, x, ans, ord=None, axis=None, keepdims=False):
-    if not _is_none(ord):
-        raise TypingError(f"srctrans.runtime.norm_grad: only ord=None is differentiated under jit, got {ord}")
     _require_adjoint("norm_grad", g)
+    if not _is_none(ord):
+        matrix = isinstance(x, types.Array) and x.ndim == 2 and _is_none(axis)
+        nuc = isinstance(ord, types.StringLiteral) and ord.literal_value == "nuc"
+        number = isinstance(ord, (types.Integer, types.Float))
+        if matrix and (nuc or number):
+            dt = _reduction_dtype("norm_grad", x, axis, real=True)
+
+            def impl_matrix(g, x, ans, ord=None, axis=None, keepdims=False):
+                w = _matrix_norm_weights(np.ascontiguousarray(x).astype(np.float64), 0.0 if nuc else float(ord))
+                return (_flat_of(g, 1)[0] * w).astype(dt)
+
+            return impl_matrix
+        if not (number and _is_vector_norm(x, axis)):
+            raise TypingError(
+                "srctrans.runtime.norm_grad: under jit, ord= is differentiated for vector norms (an int axis or a 1-d x) "
+                f"and for one matrix (a 2-d x, no axis), got ord={ord}, x={x}, axis={axis}"
+            )
+        dt = _reduction_dtype("norm_grad", x, axis, real=True)
+
+        def impl_ord(g, x, ans, ord=None, axis=None, keepdims=False):
+            x3 = _to3(x, axis)
+            out3 = np.empty(x3.shape, dt)
+            m = x3.shape[0] * x3.shape[2]
+            _k_norm_ord_grad(out3, x3, _flat_of(g, m), _flat_of(ans, m), float(ord))
+            return _from3(out3, x, axis)
+
+        return impl_ord
     dt = _reduction_dtype("norm_grad", x, axis, real=True)
     if dt is None:
         return lambda g, x, ans, ord=None, axis=None, keepdims=False: 0.0 if ans == 0 else float(g * x / ans)

@@ -792,11 +792,13 @@ def cholesky_grad(g, x, ans):
 
 
 def norm_grad(g, x, ans, ord=None, axis=None, keepdims=False):
-    """Adjoint of ``np.linalg.norm(x, None, axis, keepdims)``: ``g * x / norm``, 0 where the norm is 0."""
-    if not (ord is None or (isinstance(ord, str) and ord == "fro")):
-        raise NotImplementedError(f"np.linalg.norm is differentiated with ord=None only, not ord={ord!r}")
-    norm = _expand(ans, x, axis, keepdims)
-    return unbroadcast(_expand(g, x, axis, keepdims) * x / np.where(norm == 0, 1.0, norm), x)
+    """Adjoint of ``np.linalg.norm(x, ord, axis, keepdims)``: ``g * x / norm`` (0 where the norm is 0)
+    for ``ord=None`` and ``'fro'``; for other orders ``g`` times the norm's derivative (see
+    :func:`norm_weights`)."""
+    if ord is None or (isinstance(ord, str) and ord == "fro"):
+        norm = _expand(ans, x, axis, keepdims)
+        return unbroadcast(_expand(g, x, axis, keepdims) * x / np.where(norm == 0, 1.0, norm), x)
+    return unbroadcast(_expand(g, x, axis, keepdims) * norm_weights(x, ans, ord, axis, keepdims), x)
 
 
 def logsumexp_grad(g, x, ans, axis=None, keepdims=False, b=None):
@@ -1138,6 +1140,89 @@ def cumprod_jvp(t, x, ans, axis=None):
 def matrix_transpose(x):
     """``x`` with its last two axes swapped (each matrix of a stack transposed), as a new C array."""
     return np.ascontiguousarray(np.swapaxes(x, -1, -2))
+
+
+# --- linear algebra (issue 20) ---
+
+
+def _matrix_norm_axes(x, axis):
+    """The (row, column) axes of ``np.linalg.norm(x, ord, axis)`` where it is a matrix norm, else None."""
+    if axis is None:
+        return (0, 1) if np.ndim(x) == 2 else None
+    if np.ndim(axis) == 0 or len(axis) == 1:
+        return None
+    return tuple(int(a) % np.ndim(x) for a in axis)
+
+
+def _shares(hit, axis):
+    """``hit`` (a boolean mask of the positions attaining an extremum) divided by their number
+    along ``axis``: the adjoint of the extremum shared equally among them, as for np.max."""
+    hit = hit.astype(np.float64)
+    return hit / np.sum(hit, axis=axis, keepdims=True)
+
+
+def norm_weights(x, ans, ord, axis=None, keepdims=False):
+    """The derivative of ``np.linalg.norm(x, ord, axis, keepdims)`` with respect to ``x``, shaped like
+    ``x`` (each element's weight in its own norm), for an ``ord`` other than None and 'fro'.
+
+    Vector norms: ``sign(x)`` (ord=1), ``sign(x) |x|^(p-1) / norm^(p-1)`` (ord=p; 0 where the norm
+    is 0), ``sign(x)`` at the elements of largest (inf) or smallest (-inf) magnitude, shared
+    equally among ties, 0 for ord=0 (a count). Matrix norms: ``U Vt`` (nuc), ``u v.T`` for the
+    largest (2) or smallest (-2) singular value, ``sign(x)`` on the column (1, -1) or row (inf,
+    -inf) of largest or smallest absolute sum, shared among ties. Where a norm is not
+    differentiable (repeated extreme singular values, ties) this is one subgradient.
+    """
+    x = np.asarray(x)
+    matrix = _matrix_norm_axes(x, axis)
+    if matrix is None:
+        if axis is not None and np.ndim(axis) != 0:
+            axis = tuple(axis)[0]
+        mag = np.abs(x)
+        if ord == np.inf or ord == -np.inf:
+            best = np.max(mag, axis=axis, keepdims=True) if ord == np.inf else np.min(mag, axis=axis, keepdims=True)
+            return np.sign(x) * _shares(mag == best, axis)
+        if ord == 0:
+            return np.zeros(x.shape, dtype=_grad_dtype(x))
+        if ord == 1:
+            return np.sign(x)
+        norm = _expand(ans, x, axis, keepdims)
+        safe = np.where(norm == 0, 1.0, norm)
+        if ord == 2:
+            return x / safe
+        p = float(ord)
+        return np.where((x == 0) | (norm == 0), 0.0, np.sign(x) * (np.where(x == 0, 1.0, mag) / safe) ** (p - 1.0))
+    xm = np.moveaxis(x, matrix, (-2, -1))
+    if isinstance(ord, str):
+        if ord != "nuc":
+            raise ValueError(f"Invalid norm order {ord!r} for matrices")
+        u, _, vt = np.linalg.svd(xm, full_matrices=False)
+        w = u @ vt
+    elif ord == 2 or ord == -2:
+        u, _, vt = np.linalg.svd(xm, full_matrices=False)
+        one = slice(0, 1) if ord == 2 else slice(-1, None)  # (singular values come largest first)
+        w = u[..., :, one] @ vt[..., one, :]
+    elif ord in (1, -1, np.inf, -np.inf):
+        lines = -2 if ord in (1, -1) else -1  # summed: down the columns (1, -1), along the rows
+        sums = np.sum(np.abs(xm), axis=lines)
+        best = np.max(sums, axis=-1, keepdims=True) if ord in (1, np.inf) else np.min(sums, axis=-1, keepdims=True)
+        w = np.sign(xm) * np.expand_dims(_shares(sums == best, -1), lines)
+    else:
+        raise ValueError(f"Invalid norm order {ord!r} for matrices")
+    return np.moveaxis(w, (-2, -1), matrix)
+
+
+def norm_ord_once(ord, x, axis=None):
+    """None, where ``np.linalg.norm(x, ord, axis)`` is the 2-norm or Frobenius norm (the norms whose
+    adjoint ``norm_grad``'s own rule differentiates); other orders are differentiated once only,
+    and a second derivative stops here."""
+    if ord is None or (isinstance(ord, str) and ord == "fro"):
+        return None
+    if ord == 2 and _matrix_norm_axes(x, axis) is None:
+        return None
+    raise NotImplementedError(
+        f"np.linalg.norm with ord={ord!r} is differentiated once only: its second derivatives "
+        "(grad of grad, hessian, jvp of grad) are not supported"
+    )
 
 
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).

@@ -190,12 +190,15 @@ RUNTIME_DERIVATIVES.update({
         a="rt.solve_grad_a({g_}, {a}, {b}, np.linalg.solve({a}, {g}))",
     ),
     # g x / norm (0 where the norm is 0): linear in x for a fixed norm, proportional to 1 / norm
+    # (the x and ans_ terms hold for the 2-norm and Frobenius norm only: rt.norm_ord_once refuses
+    # the other orders' second derivatives; the g_ term, expand(g) * K(x), holds for every order)
     "srctrans.runtime.norm_grad": vjp(
-        "g_, x, ans_, ord=None, axis=None, keepdims=False", jvp=dict(g_="rt.norm_grad({t}, {x}, {ans_}, {ord}, {axis}, {keepdims})", x="rt.norm_grad({g_}, {t}, {ans_}, {ord}, {axis}, {keepdims})", ans_="-rt.norm_grad({g_} * {t} / {ans_}, {x}, {ans_}, {ord}, {axis}, {keepdims})"),
+        "g_, x, ans_, ord=None, axis=None, keepdims=False", jvp=dict(g_="rt.norm_grad({t}, {x}, {ans_}, {ord}, {axis}, {keepdims})", x="rt.norm_grad({g_}, {t}, {ans_}, rt.norm_ord_once({ord}, {x}, {axis}), {axis}, {keepdims})", ans_="-rt.norm_grad({g_} * {t} / {ans_}, {x}, {ans_}, rt.norm_ord_once({ord}, {x}, {axis}), {axis}, {keepdims})"),
         g_=_g_of_reduction("norm_grad", "{x}, {ans_}, {ord}, {axis}, {keepdims}"),
-        x="rt.norm_grad({g_}, {g}, {ans_}, {ord}, {axis}, {keepdims})",
-        ans_="-rt.sum_to(rt.norm_grad({g_}, {g} * {x}, {ans_} * {ans_}, {ord}, {axis}, {keepdims}), {ans_}, {axis}, {keepdims})",
+        x="rt.norm_grad({g_}, {g}, {ans_}, rt.norm_ord_once({ord}, {x}, {axis}), {axis}, {keepdims})",
+        ans_="-rt.sum_to(rt.norm_grad({g_}, {g} * {x}, {ans_} * {ans_}, rt.norm_ord_once({ord}, {x}, {axis}), {axis}, {keepdims}), {ans_}, {axis}, {keepdims})",
     ),
+    "srctrans.runtime.norm_ord_once": nondiff("ord, x, axis=None"),
     # g exp(x - ans): its partials in x and in ans are the result itself, with opposite signs
     "srctrans.runtime.logsumexp_grad": vjp(
         "g_, x, ans_, axis=None, keepdims=False, b=None", jvp=dict(g_="rt.logsumexp_grad({t}, {x}, {ans_}, {axis}, {keepdims}, {b})", x="{ans} * {t}", ans_="-rt.logsumexp_grad({g_} * {t}, {x}, {ans_}, {axis}, {keepdims}, {b})"),

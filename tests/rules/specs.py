@@ -256,6 +256,22 @@ SPECS = {
         (lambda x: np.linalg.norm(x, axis=1) * B[:3], (lambda r: normal(r, 3, 4),)),
         (lambda x: np.linalg.norm(x, axis=0, keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
         (lambda x: np.linalg.norm(x, axis=(1, 2)) * B[:2], (lambda r: normal(r, 2, 3, 4),)),  # a stack of matrices
+        (lambda x: np.linalg.norm(x, 2, axis=1) * B[:3], (lambda r: normal(r, 3, 4),)),  # vectors: the 2-norm
+        # other orders (issue 20), differentiated once (FIRST_ORDER_SPECS): vector p-norms ...
+        (lambda x: np.linalg.norm(x, 1), (lambda r: normal(r, 5),)),
+        (lambda x: np.linalg.norm(x, 3, axis=1) * B[:3], (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, 4, axis=0, keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, np.inf, axis=-1) * B[:3], (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, -np.inf), (lambda r: normal(r, 5),)),
+        # ... and matrix norms
+        (lambda x: np.linalg.norm(x, 2), (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, -2, axis=(1, 2)) * B[:2], (lambda r: normal(r, 2, 3, 4),)),
+        (lambda x: np.linalg.norm(x, "nuc"), (lambda r: normal(r, 4, 3),)),
+        (lambda x: np.linalg.norm(x, "nuc", axis=(2, 1)) * B[:2], (lambda r: normal(r, 2, 3, 4),)),
+        (lambda x: np.linalg.norm(x, 1, axis=(2, 1)) * B[:2], (lambda r: normal(r, 2, 3, 4),)),
+        (lambda x: np.linalg.norm(x, -1), (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, np.inf, axis=(0, 1), keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, -np.inf), (lambda r: normal(r, 3, 4),)),
     ],
     # --- shape -------------------------------------------------------------------------
     "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],
@@ -392,3 +408,8 @@ SPECS = {
 from .specs_runtime import RUNTIME_SPECS  # noqa: E402
 
 SPECS.update(RUNTIME_SPECS)
+
+# (rule, spec index): specs checked to first order only, their rule's second derivative being
+# refused with an error (tests/rules/test_derivatives.py checks that): np.linalg.norm's orders
+# other than None, 'fro' and 2 for vectors
+FIRST_ORDER_SPECS = {("numpy.linalg.norm", i) for i in range(5, len(SPECS["numpy.linalg.norm"]))}

@@ -342,6 +342,9 @@ RUNTIME_SPECS = {
         (lambda g, x, a: rt.norm_grad(g, x, a, None, None, False), (scalar, lambda r: normal(r, 3, 4), lambda r: float(pos(r)))),
         (lambda g, x, a: rt.norm_grad(g, x, a, None, 0, True), (lambda r: normal(r, 1, 4), lambda r: normal(r, 3, 4), lambda r: pos(r, 1, 4))),
     ],
+    "srctrans.runtime.norm_ord_once": [
+        (lambda x: rt.norm_grad(1.0, x, np.linalg.norm(x, 2), rt.norm_ord_once(2, x, None), None, False), (lambda r: normal(r, 4),)),
+    ],
     "srctrans.runtime.logsumexp_grad": [
         (lambda g, x, a: rt.logsumexp_grad(g, x, a, 0, False, None), (lambda r: normal(r, 4), lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
         (lambda g, x, a: rt.logsumexp_grad(g, x, a, None, False, None), (scalar, lambda r: normal(r, 5), lambda r: float(normal(r)))),

@@ -2403,6 +2403,38 @@ def _ov_take_along_axis_grad(g, x, indices, axis=-1):
     return impl
 
 
+# --- linear algebra (issue 20): the 2 x 2 blocks of matrix_power's rule (one matrix under jit)
+
+
+@overload(rt.put_block)
+def _ov_put_block(x, index):
+    if not (isinstance(x, types.Array) and x.ndim == 2):
+        raise TypingError(f"srctrans.runtime.put_block: under jit, x must be a matrix, got {x}")
+    dt = _grad_dtype(x)
+
+    def impl(x, index):
+        n, m = x.shape
+        out = np.zeros((2 * n, 2 * m), dt)
+        i, j = index[0], index[1]
+        out[i * n:(i + 1) * n, j * m:(j + 1) * m] = x
+        return out
+
+    return impl
+
+
+@overload(rt.block_of)
+def _ov_block_of(m, index):
+    if not (isinstance(m, types.Array) and m.ndim == 2):
+        raise TypingError(f"srctrans.runtime.block_of: under jit, m must be a matrix, got {m}")
+
+    def impl(m, index):
+        n, k = m.shape[0] // 2, m.shape[1] // 2
+        i, j = index[0], index[1]
+        return np.ascontiguousarray(m[i * n:(i + 1) * n, j * k:(j + 1) * k])
+
+    return impl
+
+
 # --- solve, cholesky
 
 

@@ -1225,5 +1225,25 @@ def norm_ord_once(ord, x, axis=None):
     )
 
 
+def put_block(x, index):
+    """``x`` (a matrix, or each matrix of a stack) as block ``index`` = (row, column) of a 2 x 2 block
+    matrix, zeros elsewhere: ``put_block(a, (0, 0)) + put_block(t, (0, 1)) + put_block(a, (1, 1))`` is
+    ``[[a, t], [0, a]]``, whose function ``f`` (a matrix power) has ``f(a)``'s derivative along
+    ``t`` in its upper right block. Its transpose is :func:`block_of`."""
+    x = np.asarray(x)
+    n, m = x.shape[-2:]
+    out = np.zeros(x.shape[:-2] + (2 * n, 2 * m), dtype=_grad_dtype(x))
+    out[..., index[0] * n:(index[0] + 1) * n, index[1] * m:(index[1] + 1) * m] = x
+    return out
+
+
+def block_of(m, index):
+    """Block ``index`` = (row, column) of ``m`` (each matrix of a stack) cut in 2 x 2 equal blocks, as
+    a new C array: the transpose of :func:`put_block`."""
+    m = np.asarray(m)
+    n, k = m.shape[-2] // 2, m.shape[-1] // 2
+    return np.ascontiguousarray(m[..., index[0] * n:(index[0] + 1) * n, index[1] * k:(index[1] + 1) * k])
+
+
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).
 from .parallel.collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401

@@ -277,6 +277,30 @@ DERIVATIVES: dict[str, Rule] = {
         "rt.matrix_transpose(np.linalg.solve(rt.matrix_transpose({ans}), rt.half_tril(rt.matrix_transpose({ans}) @ {g})))))",
     ),
     "numpy.linalg.norm": vjp("x, ord=None, axis=None, keepdims=False", jvp=_reduction_jvp("norm_grad", "{ans}, {ord}, {axis}, {keepdims}"), x="rt.norm_grad({g}, {x}, {ans}, {ord}, {axis}, {keepdims})"),
+    # --- linear algebra (issue 20) ---
+    # P = pinv(A), for A of constant rank (full rank, or rcond cutting the same singular values):
+    # dP = -P dA P + P P.T dA.T (I - A P) + (I - P A) dA.T P.T P, and its transpose. Written with
+    # matmul and matrix_transpose, so that it is differentiated again like any other code.
+    # (hermitian=True, which reads A's lower triangle only, is not in the signature: refused)
+    "numpy.linalg.pinv": vjp(
+        "x, rcond=None",
+        jvp=dict(
+            x="-({ans} @ {t} @ {ans}) + {ans} @ rt.matrix_transpose({ans}) @ (rt.matrix_transpose({t}) - rt.matrix_transpose({t}) @ {x} @ {ans}) "
+            "+ (rt.matrix_transpose({t}) - {ans} @ {x} @ rt.matrix_transpose({t})) @ rt.matrix_transpose({ans}) @ {ans}"
+        ),
+        x="-(rt.matrix_transpose({ans}) @ {g} @ rt.matrix_transpose({ans})) "
+        "+ (rt.matrix_transpose({g}) - {x} @ {ans} @ rt.matrix_transpose({g})) @ {ans} @ rt.matrix_transpose({ans}) "
+        "+ rt.matrix_transpose({ans}) @ {ans} @ (rt.matrix_transpose({g}) - rt.matrix_transpose({g}) @ {ans} @ {x})",
+    ),
+    # f(x) = x ** n (n < 0: inv(x) ** -n): f([[x, t], [0, x]]) = [[f(x), df(x)[t]], [0, f(x)]], and
+    # the transpose of df(x) is df(x.T). One matrix power of twice the size, differentiated again
+    # like any other code
+    "numpy.linalg.matrix_power": vjp(
+        "x, n",
+        jvp=dict(x="rt.block_of(np.linalg.matrix_power(rt.put_block({x}, (0, 0)) + rt.put_block({t}, (0, 1)) + rt.put_block({x}, (1, 1)), {n}), (0, 1))"),
+        x="rt.block_of(np.linalg.matrix_power(rt.put_block(rt.matrix_transpose({x}), (0, 0)) + rt.put_block({g}, (0, 1)) "
+        "+ rt.put_block(rt.matrix_transpose({x}), (1, 1)), {n}), (0, 1))",
+    ),
     # --- shape ----------------------------------------------------------------------
     "numpy.transpose": vjp("x, axes=None", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
     "numpy.reshape": vjp("x, shape", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),

@@ -328,6 +328,9 @@ RUNTIME_DERIVATIVES.update({
     "srctrans.runtime.half_tril": vjp("m", jvp=LINEAR, m="rt.half_tril({g})"),
     "srctrans.runtime.half_tril_sym": vjp("m", jvp=LINEAR, m="rt.sym_half_tril({g})"),
     "srctrans.runtime.sym_half_tril": vjp("m", jvp=LINEAR, m="rt.half_tril_sym({g})"),
+    # --- linear algebra (issue 20) ---
+    "srctrans.runtime.put_block": vjp("x, index", jvp=LINEAR, x="rt.block_of({g}, {index})"),
+    "srctrans.runtime.block_of": vjp("m, index", jvp=LINEAR, m="rt.put_block({g}, {index})"),
     # cumprod: ans[i] = x[i] ans[i - 1]. Its adjoint is L * linrec_rev(g, x) and its tangent
     # linrec(t * L, x), L = shift_right(ans, axis, 1.0) the products before each element; the
     # recurrences and shifts below are each other's transposes, and multiply only (exact at zeros).

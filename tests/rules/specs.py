@@ -273,6 +273,20 @@ SPECS = {
         (lambda x: np.linalg.norm(x, np.inf, axis=(0, 1), keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
         (lambda x: np.linalg.norm(x, -np.inf), (lambda r: normal(r, 3, 4),)),
     ],
+    # --- linear algebra (issue 20) ---
+    "numpy.linalg.pinv": [
+        (lambda x: np.linalg.pinv(x), (lambda r: normal(r, 3, 4),)),  # wide
+        (lambda x: np.linalg.pinv(x) * B, (lambda r: normal(r, 4, 3) + 2.0 * np.eye(4, 3),)),  # tall
+        (lambda x: np.linalg.pinv(x), (lambda r: wellposed(r, 3, 3),)),
+        (lambda x: np.linalg.pinv(x, 1e-10), (lambda r: normal(r, 2, 3, 4),)),  # a stack
+    ],
+    "numpy.linalg.matrix_power": [
+        (lambda x: np.linalg.matrix_power(x, 3), (lambda r: normal(r, 3, 3),)),
+        (lambda x: np.linalg.matrix_power(x, 1) * B[:3], (lambda r: normal(r, 3, 3),)),
+        (lambda x: np.linalg.matrix_power(x, 0) * x, (lambda r: normal(r, 3, 3),)),
+        (lambda x: np.linalg.matrix_power(x, -2), (lambda r: wellposed(r, 3, 3),)),  # inv(x) @ inv(x)
+        (lambda x: np.linalg.matrix_power(x, 2), (lambda r: normal(r, 2, 3, 3),)),  # a stack
+    ],
     # --- shape -------------------------------------------------------------------------
     "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],
     "numpy.reshape": [(lambda x: np.reshape(x, (4, 3)) * B[:3], (lambda r: normal(r, 3, 4),))],

@@ -375,6 +375,15 @@ RUNTIME_SPECS = {
         (lambda m: rt.sym_half_tril(m) * m, (lambda r: normal(r, 3, 3),)),
         (lambda m: rt.sym_half_tril(m) * m, (lambda r: normal(r, 2, 3, 3),)),
     ],
+    # --- linear algebra (issue 20) ---
+    "srctrans.runtime.put_block": [
+        (lambda x: rt.put_block(x, (0, 1)) * rt.put_block(x * x, (0, 1)), (lambda r: normal(r, 3, 2),)),
+        (lambda x: rt.put_block(x, (1, 1)) + rt.put_block(x, (0, 0)), (lambda r: normal(r, 2, 3, 3),)),
+    ],
+    "srctrans.runtime.block_of": [
+        (lambda m: rt.block_of(m, (0, 1)) * rt.block_of(m * m, (1, 0)), (lambda r: normal(r, 4, 6),)),
+        (lambda m: rt.block_of(m, (1, 1)) ** 2, (lambda r: normal(r, 2, 4, 4),)),
+    ],
     "srctrans.runtime.slogdet_grad": [
         (lambda s, logdet, x: rt.slogdet_grad((s, logdet), x), (scalar, scalar, lambda r: normal(r, 3, 3) + 3.0 * np.eye(3))),
         (lambda s, logdet, x: rt.slogdet_grad((s, logdet), x), (lambda r: normal(r, 2), lambda r: normal(r, 2), lambda r: wellposed(r, 2, 3, 3))),

@@ -182,7 +182,7 @@ STACKED = [
     if k.startswith("numpy.linalg.") or k in ("numpy.matmul", "numpy.trace", "numpy.einsum")
     or k in {f"srctrans.runtime.{h}" for h in (
         "matmul dot dot_grad_x dot_grad_y slogdet_grad solve_grad_a solve_grad_b matrix_transpose half_tril half_tril_sym "
-        "sym_half_tril scale_matrices matrix_inner zeros_per_matrix trace_grad as_columns from_columns"
+        "sym_half_tril scale_matrices matrix_inner zeros_per_matrix trace_grad as_columns from_columns put_block block_of"
     ).split()}
 ]
 

@@ -129,3 +129,29 @@ def test_recurrences_compiled_along_an_axis():
         h = 1e-6
         want = (np.cumprod(a + h * b, axis) - np.cumprod(a - h * b, axis)) / (2 * h)
         np.testing.assert_allclose(rt.cumprod_jvp(b, a, np.cumprod(a, axis), axis), want, rtol=1e-7, atol=1e-9)
+
+
+# --- linear algebra (issue 20) ---
+
+
+def _matrix_power_pinv(x):
+    return np.sum(np.linalg.matrix_power(x, 3) * W) + np.sum(np.linalg.matrix_power(x, -2) * W.T) + np.sum(np.linalg.pinv(x[:2]) * W[:, :2])
+
+
+def test_matrix_power_and_pinv_rules_compiled():
+    """Their rules' matrix power of a 2 x 2 block matrix (rt.put_block, rt.block_of) and pinv's
+    products, compiled: first and second order as in plain Python."""
+    x = np.random.default_rng(5).standard_normal((3, 3)) + 3.0 * np.eye(3)
+    close(srctrans.jit(srctrans.grad(_matrix_power_pinv))(x), srctrans.grad(_matrix_power_pinv)(x))
+    _hessian_vector_products_agree(_matrix_power_pinv, (x,))
+
+
+def test_matrix_power_compiled_as_numpy_computes_it():
+    """numba_backend's np.linalg.matrix_power (Numba's own is typed optional): NumPy's products, on stacks too."""
+    import numba_backend.overloads  # noqa: F401
+
+    power = numba.njit(lambda a, n: np.linalg.matrix_power(a, n))
+    rng = np.random.default_rng(6)
+    for n in range(-3, 7):
+        for a in (rng.standard_normal((3, 3)) + 2.0 * np.eye(3), rng.standard_normal((2, 2, 3, 3)) + 2.0 * np.eye(3)):
+            np.testing.assert_allclose(power(a, n), np.linalg.matrix_power(a, n), rtol=1e-12, atol=1e-12)

@@ -1245,5 +1245,42 @@ def block_of(m, index):
     return np.ascontiguousarray(m[..., index[0] * n:(index[0] + 1) * n, index[1] * k:(index[1] + 1) * k])
 
 
+def _multi_dot_matrices(arrays):
+    """The operands of ``np.linalg.multi_dot(arrays)`` as matrices: a first vector as a row, a last
+    one as a column."""
+    mats = [np.asarray(a) for a in arrays]
+    if mats[0].ndim == 1:
+        mats[0] = mats[0][None, :]
+    if mats[-1].ndim == 1:
+        mats[-1] = mats[-1][:, None]
+    return mats
+
+
+def multi_dot_grad(g, arrays):
+    """Adjoints of the ``arrays`` of ``np.linalg.multi_dot(arrays)``, as a tuple: for the product
+    ``A_0 ... A_k``, ``(A_0 ... A_i-1).T g (A_i+1 ... A_k).T``. It has no rule of its own: second
+    derivatives of multi_dot stop here (write ``a @ b @ c`` for those)."""
+    mats = _multi_dot_matrices(arrays)
+    k = len(mats)
+    g = np.reshape(np.asarray(g), (mats[0].shape[0], mats[-1].shape[1]))
+    right = [None] * k  # right[i]: g (A_i+1 ... A_k).T
+    right[k - 1] = g
+    for i in range(k - 2, -1, -1):
+        right[i] = right[i + 1] @ np.swapaxes(mats[i + 1], -1, -2)
+    out, left = [], None  # left: (A_0 ... A_i-1).T
+    for i, a in enumerate(arrays):
+        adj = right[i] if left is None else left @ right[i]
+        out.append(unbroadcast(np.reshape(adj, np.shape(a)), np.asarray(a)))
+        left = np.swapaxes(mats[i], -1, -2) if left is None else np.swapaxes(mats[i], -1, -2) @ left
+    return tuple(out)
+
+
+def multi_dot_jvp(t, arrays):
+    """Tangent of ``np.linalg.multi_dot(arrays)`` along ``t`` (one tangent per array): the sum of
+    the products with one array replaced by its tangent. No rule of its own (see multi_dot_grad)."""
+    arrays = list(arrays)
+    return sum(np.linalg.multi_dot(arrays[:i] + [np.asarray(t[i])] + arrays[i + 1:]) for i in range(len(arrays)))
+
+
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).
 from .parallel.collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401

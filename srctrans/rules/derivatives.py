@@ -301,6 +301,11 @@ DERIVATIVES: dict[str, Rule] = {
         x="rt.block_of(np.linalg.matrix_power(rt.put_block(rt.matrix_transpose({x}), (0, 0)) + rt.put_block({g}, (0, 1)) "
         "+ rt.put_block(rt.matrix_transpose({x}), (1, 1)), {n}), (0, 1))",
     ),
+    # a sequence of arrays: the template gives a tuple, one adjoint per array; helpers without rules
+    # of their own (second derivatives are refused: NoDerivativeError)
+    "numpy.linalg.multi_dot": vjp(
+        "arrays, out=None", jvp=dict(arrays="rt.multi_dot_jvp({t}, {arrays})"), arrays="rt.multi_dot_grad({g}, {arrays})"
+    ),
     # --- shape ----------------------------------------------------------------------
     "numpy.transpose": vjp("x, axes=None", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
     "numpy.reshape": vjp("x, shape", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),

@@ -287,6 +287,12 @@ SPECS = {
         (lambda x: np.linalg.matrix_power(x, -2), (lambda r: wellposed(r, 3, 3),)),  # inv(x) @ inv(x)
         (lambda x: np.linalg.matrix_power(x, 2), (lambda r: normal(r, 2, 3, 3),)),  # a stack
     ],
+    "numpy.linalg.multi_dot": [
+        (lambda x, y, z: np.linalg.multi_dot([x, y, z]), (lambda r: normal(r, 2, 3), lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda x, y, z: np.linalg.multi_dot((x, y, z)) * 2.0, (lambda r: normal(r, 3), lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),  # vectors at the ends: a number
+        (lambda x, y: np.linalg.multi_dot([x, B[:3, None] * x.T, y, x]), (lambda r: normal(r, 2, 3), lambda r: normal(r, 2, 2))),  # x twice, a constant
+        (lambda x, y: np.linalg.multi_dot([x, y]) * B[:3], (lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),  # a last vector: a vector
+    ],
     # --- shape -------------------------------------------------------------------------
     "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],
     "numpy.reshape": [(lambda x: np.reshape(x, (4, 3)) * B[:3], (lambda r: normal(r, 3, 4),))],

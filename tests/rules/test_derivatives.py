@@ -52,6 +52,7 @@ def test_every_rule_has_a_spec():
 # For the srctrans.runtime helpers, order 2 is the third derivative of the user's function.
 FIRST_ORDER_ONLY = {
     "srctrans.runtime.prod_grad_grad": "rt.prod_grad3",
+    "numpy.linalg.multi_dot": "rt.multi_dot_grad",
 }
 
 
@@ -179,7 +180,8 @@ def test_every_tangent_rule_covers_the_arguments_of_the_adjoint_rule():
 # linear algebra: rules that must hold matrix by matrix on stacks (..., n, n)
 STACKED = [
     k for k in DERIVATIVES
-    if k.startswith("numpy.linalg.") or k in ("numpy.matmul", "numpy.trace", "numpy.einsum")
+    # (np.linalg.multi_dot takes matrices and vectors only)
+    if (k.startswith("numpy.linalg.") and k != "numpy.linalg.multi_dot") or k in ("numpy.matmul", "numpy.trace", "numpy.einsum")
     or k in {f"srctrans.runtime.{h}" for h in (
         "matmul dot dot_grad_x dot_grad_y slogdet_grad solve_grad_a solve_grad_b matrix_transpose half_tril half_tril_sym "
         "sym_half_tril scale_matrices matrix_inner zeros_per_matrix trace_grad as_columns from_columns put_block block_of"

@@ -2435,6 +2435,70 @@ def _ov_block_of(m, index):
     return impl
 
 
+# eigh's adjoint and tangent, for one matrix (Numba's np.linalg.eigh takes one, lower triangle)
+
+
+@register_jitable
+def _inverse_gaps_of(w):
+    n = w.size
+    f = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                f[i, j] = 1.0 / (w[j] - w[i])
+    return f
+
+
+def _check_eigh(fname: str, pair: Any, ans: Any, UPLO: Any) -> None:
+    if not (isinstance(ans, types.BaseTuple) and len(ans) == 2 and isinstance(ans[1], types.Array) and ans[1].ndim == 2):
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, ans must be the pair (w, v) of one matrix, got {ans}")
+    if pair is not None and not (isinstance(pair, types.BaseTuple) and len(pair) == 2):
+        raise TypingError(f"srctrans.runtime.{fname}: g must be the pair of the adjoints of (w, v), got {pair}")
+    if not (_is_none(UPLO) or isinstance(UPLO, (types.UnicodeType, types.StringLiteral, types.Omitted))):
+        raise TypingError(f"srctrans.runtime.{fname}: UPLO must be 'L' or 'U', got {UPLO}")
+
+
+@overload(rt.eigh_grad)
+def _ov_eigh_grad(g, ans, UPLO="L"):
+    _check_eigh("eigh_grad", g, ans, UPLO)
+    dt = as_dtype(ans[1].dtype)
+
+    def impl(g, ans, UPLO="L"):
+        w, v = ans
+        gw, gv = g
+        vt = np.ascontiguousarray(v.T).astype(np.float64)
+        vv = np.ascontiguousarray(v).astype(np.float64)
+        inner = _inverse_gaps_of(w.astype(np.float64)) * (vt @ np.ascontiguousarray(gv).astype(np.float64))
+        gwf = np.asarray(gw).astype(np.float64).ravel()
+        for i in range(w.size):
+            inner[i, i] = gwf[i] if gwf.size > 1 else gwf[0]
+        m = vv @ inner @ vt
+        if UPLO == "L":
+            return rt.half_tril_sym(m).astype(dt)
+        return np.ascontiguousarray(rt.half_tril_sym(np.ascontiguousarray(m.T)).T).astype(dt)
+
+    return impl
+
+
+@overload(rt.eigh_jvp)
+def _ov_eigh_jvp(t, ans, UPLO="L"):
+    _check_eigh("eigh_jvp", None, ans, UPLO)
+    dt = as_dtype(ans[1].dtype)
+
+    def impl(t, ans, UPLO="L"):
+        w, v = ans
+        tt = np.ascontiguousarray(t).astype(np.float64)
+        s = rt.sym_half_tril(tt if UPLO == "L" else np.ascontiguousarray(tt.T))
+        vv = np.ascontiguousarray(v).astype(np.float64)
+        p = np.ascontiguousarray(vv.T) @ s @ vv
+        dw = np.empty(w.size, dt)
+        for i in range(w.size):
+            dw[i] = p[i, i]
+        return dw, (vv @ (_inverse_gaps_of(w.astype(np.float64)) * p)).astype(dt)
+
+    return impl
+
+
 # --- solve, cholesky
 
 

@@ -1282,5 +1282,45 @@ def multi_dot_jvp(t, arrays):
     return sum(np.linalg.multi_dot(arrays[:i] + [np.asarray(t[i])] + arrays[i + 1:]) for i in range(len(arrays)))
 
 
+def _inverse_gaps(w):
+    """``F[..., i, j] = 1 / (w[j] - w[i])``, 0 on the diagonal (eigenvalues ``w``, stacks too);
+    infinite where two eigenvalues are equal, where eigenvectors have no derivative."""
+    w = np.asarray(w)
+    gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
+    diagonal = np.eye(w.shape[-1], dtype=bool)
+    with np.errstate(divide="ignore"):
+        return np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, gaps)).astype(w.dtype)
+
+
+def _symmetric_input(t, UPLO):
+    """The symmetric matrix np.linalg.eigh reads from ``t``: its lower (UPLO='L') or upper triangle."""
+    return sym_half_tril(t if UPLO == "L" else np.swapaxes(t, -1, -2))
+
+
+def eigh_grad(g, ans, UPLO="L"):
+    """Adjoint of ``x`` in ``w, v = np.linalg.eigh(x, UPLO)``: ``g`` is the pair of their adjoints.
+
+    ``M = v (diag(gw) + F * (v.T gv)) v.T`` with ``F = 1 / (w_j - w_i)`` is the adjoint of the
+    symmetric matrix eigh reads, which moves with one triangle of ``x`` only: ``x``'s adjoint is
+    ``M + M.T`` off the diagonal of that triangle, ``M``'s diagonal on it, zeros elsewhere.
+    Repeated eigenvalues give infinities (the eigenvectors have no derivative there), as in JAX.
+    No rule of its own: second derivatives of eigh stop here.
+    """
+    gw, gv = (np.asarray(piece) for piece in g)
+    w, v = ans
+    vt = np.swapaxes(v, -1, -2)
+    inner = _inverse_gaps(w) * (vt @ gv) + np.expand_dims(gw, -1) * np.eye(np.shape(w)[-1], dtype=np.asarray(w).dtype)
+    m = v @ inner @ vt
+    return half_tril_sym(m) if UPLO == "L" else np.swapaxes(half_tril_sym(np.swapaxes(m, -1, -2)), -1, -2)
+
+
+def eigh_jvp(t, ans, UPLO="L"):
+    """Tangent of ``w, v = np.linalg.eigh(x, UPLO)`` along ``t``: ``(diag(P), v (F * P))`` with
+    ``P = v.T S v``, ``S`` the symmetric matrix of ``t``'s triangle that eigh reads."""
+    w, v = ans
+    p = np.swapaxes(v, -1, -2) @ _symmetric_input(np.asarray(t, dtype=np.asarray(w).dtype), UPLO) @ v
+    return np.diagonal(p, axis1=-2, axis2=-1).copy(), v @ (_inverse_gaps(w) * p)
+
+
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).
 from .parallel.collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401

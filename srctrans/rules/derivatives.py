@@ -306,6 +306,12 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.linalg.multi_dot": vjp(
         "arrays, out=None", jvp=dict(arrays="rt.multi_dot_jvp({t}, {arrays})"), arrays="rt.multi_dot_grad({g}, {arrays})"
     ),
+    # two results, the eigenvalues and eigenvectors of the symmetric matrix one triangle of x
+    # gives: {g} is the pair of their adjoints; the tangent a pair too. First order only (helpers
+    # without rules); repeated eigenvalues give infinities, as in JAX
+    "numpy.linalg.eigh": vjp(
+        "x, UPLO='L'", jvp=dict(x="rt.eigh_jvp({t}, {ans}, {UPLO})"), x="rt.eigh_grad({g}, {ans}, {UPLO})"
+    ),
     # --- shape ----------------------------------------------------------------------
     "numpy.transpose": vjp("x, axes=None", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
     "numpy.reshape": vjp("x, shape", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),

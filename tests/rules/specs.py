@@ -49,6 +49,21 @@ def _astype_round_trip(x):
     return y.astype(x.dtype)
 
 
+def _eigh_spec(x):
+    w, v = np.linalg.eigh(x)
+    return w * 2.0 + np.sum(v * v, axis=-2) + v[..., 0, :]  # the eigenvectors' sign as LAPACK picks it
+
+
+def _eigh_upper_spec(x):
+    w, v = np.linalg.eigh(x, UPLO="U")
+    return w * w, v
+
+
+def _eigenvalues_spec(x):
+    w, _ = np.linalg.eigh(x)
+    return w
+
+
 def _split_spec(x):
     a, b = np.split(x, 2, axis=1)
     return a * a + 2.0 * b
@@ -292,6 +307,12 @@ SPECS = {
         (lambda x, y, z: np.linalg.multi_dot((x, y, z)) * 2.0, (lambda r: normal(r, 3), lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),  # vectors at the ends: a number
         (lambda x, y: np.linalg.multi_dot([x, B[:3, None] * x.T, y, x]), (lambda r: normal(r, 2, 3), lambda r: normal(r, 2, 2))),  # x twice, a constant
         (lambda x, y: np.linalg.multi_dot([x, y]) * B[:3], (lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),  # a last vector: a vector
+    ],
+    "numpy.linalg.eigh": [  # (not symmetric: eigh reads one triangle)
+        (_eigh_spec, (lambda r: normal(r, 4, 4),)),
+        (_eigh_upper_spec, (lambda r: normal(r, 3, 3),)),
+        (_eigenvalues_spec, (lambda r: normal(r, 3, 3),)),
+        (_eigh_spec, (lambda r: normal(r, 2, 3, 3),)),  # a stack
     ],
     # --- shape -------------------------------------------------------------------------
     "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],

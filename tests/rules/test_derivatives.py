@@ -53,6 +53,7 @@ def test_every_rule_has_a_spec():
 FIRST_ORDER_ONLY = {
     "srctrans.runtime.prod_grad_grad": "rt.prod_grad3",
     "numpy.linalg.multi_dot": "rt.multi_dot_grad",
+    "numpy.linalg.eigh": "rt.eigh_grad",
 }
 
 

@@ -155,3 +155,20 @@ def test_matrix_power_compiled_as_numpy_computes_it():
     for n in range(-3, 7):
         for a in (rng.standard_normal((3, 3)) + 2.0 * np.eye(3), rng.standard_normal((2, 2, 3, 3)) + 2.0 * np.eye(3)):
             np.testing.assert_allclose(power(a, n), np.linalg.matrix_power(a, n), rtol=1e-12, atol=1e-12)
+
+
+def _eigh(x):
+    w, v = np.linalg.eigh(x)
+    return np.sum(w * W[0]) + np.sum(v * W)
+
+
+def test_eigh_rules_compiled():
+    """eigh's adjoint and tangent (first order), compiled, in float64 and float32."""
+    x = np.random.default_rng(7).standard_normal((3, 3))
+    t = _tangents((x,), 8)
+    close(srctrans.jit(srctrans.grad(_eigh))(x), srctrans.grad(_eigh)(x))
+    close(srctrans.jvp(srctrans.jit(_eigh), (x,), t)[1], srctrans.jvp(_eigh, (x,), t)[1])
+    x32 = x.astype(np.float32)
+    got = srctrans.jit(srctrans.grad(_eigh))(x32)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, srctrans.grad(_eigh)(x), rtol=1e-3, atol=1e-4)

@@ -2439,13 +2439,14 @@ def _ov_block_of(m, index):
 
 
 @register_jitable
-def _inverse_gaps_of(w):
+def _times_gaps_of(w, m):
+    """``m[i, j] / (w[j] - w[i])`` off the diagonal where ``m[i, j]`` is not 0, else 0."""
     n = w.size
     f = np.zeros((n, n))
     for i in range(n):
         for j in range(n):
-            if i != j:
-                f[i, j] = 1.0 / (w[j] - w[i])
+            if i != j and m[i, j] != 0:
+                f[i, j] = m[i, j] / (w[j] - w[i])
     return f
 
 
@@ -2468,7 +2469,7 @@ def _ov_eigh_grad(g, ans, UPLO="L"):
         gw, gv = g
         vt = np.ascontiguousarray(v.T).astype(np.float64)
         vv = np.ascontiguousarray(v).astype(np.float64)
-        inner = _inverse_gaps_of(w.astype(np.float64)) * (vt @ np.ascontiguousarray(gv).astype(np.float64))
+        inner = _times_gaps_of(w.astype(np.float64), vt @ np.ascontiguousarray(gv).astype(np.float64))
         gwf = np.asarray(gw).astype(np.float64).ravel()
         for i in range(w.size):
             inner[i, i] = gwf[i] if gwf.size > 1 else gwf[0]
@@ -2494,7 +2495,7 @@ def _ov_eigh_jvp(t, ans, UPLO="L"):
         dw = np.empty(w.size, dt)
         for i in range(w.size):
             dw[i] = p[i, i]
-        return dw, (vv @ (_inverse_gaps_of(w.astype(np.float64)) * p)).astype(dt)
+        return dw, (vv @ _times_gaps_of(w.astype(np.float64), p)).astype(dt)
 
     return impl
 

@@ -1292,6 +1292,13 @@ def _inverse_gaps(w):
         return np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, gaps)).astype(w.dtype)
 
 
+def _times_gaps(w, m):
+    """``_inverse_gaps(w) * m``, 0 where ``m`` is 0 (an unused eigenvector adjoint or tangent: the
+    eigenvalues' derivatives stay finite where eigenvalues repeat)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(m == 0, 0.0, _inverse_gaps(w) * m).astype(np.result_type(m, np.asarray(w).dtype))
+
+
 def _symmetric_input(t, UPLO):
     """The symmetric matrix np.linalg.eigh reads from ``t``: its lower (UPLO='L') or upper triangle."""
     return sym_half_tril(t if UPLO == "L" else np.swapaxes(t, -1, -2))
@@ -1309,7 +1316,7 @@ def eigh_grad(g, ans, UPLO="L"):
     gw, gv = (np.asarray(piece) for piece in g)
     w, v = ans
     vt = np.swapaxes(v, -1, -2)
-    inner = _inverse_gaps(w) * (vt @ gv) + np.expand_dims(gw, -1) * np.eye(np.shape(w)[-1], dtype=np.asarray(w).dtype)
+    inner = _times_gaps(w, vt @ gv) + np.expand_dims(gw, -1) * np.eye(np.shape(w)[-1], dtype=np.asarray(w).dtype)
     m = v @ inner @ vt
     return half_tril_sym(m) if UPLO == "L" else np.swapaxes(half_tril_sym(np.swapaxes(m, -1, -2)), -1, -2)
 
@@ -1319,7 +1326,7 @@ def eigh_jvp(t, ans, UPLO="L"):
     ``P = v.T S v``, ``S`` the symmetric matrix of ``t``'s triangle that eigh reads."""
     w, v = ans
     p = np.swapaxes(v, -1, -2) @ _symmetric_input(np.asarray(t, dtype=np.asarray(w).dtype), UPLO) @ v
-    return np.diagonal(p, axis1=-2, axis2=-1).copy(), v @ (_inverse_gaps(w) * p)
+    return np.diagonal(p, axis1=-2, axis2=-1).copy(), v @ _times_gaps(w, p)
 
 
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).

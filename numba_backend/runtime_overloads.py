@@ -2500,6 +2500,108 @@ def _ov_eigh_jvp(t, ans, UPLO="L"):
     return impl
 
 
+# svd's adjoint and tangent, for one matrix with u and vt (Numba's np.linalg.svd has no compute_uv)
+
+
+@register_jitable
+def _svd_gaps(s, m):
+    """``m[i, j] / (s_j^2 - s_i^2)`` off the diagonal where ``m[i, j]`` is not 0, else 0."""
+    k = s.size
+    out = np.zeros((k, k))
+    for i in range(k):
+        for j in range(k):
+            if i != j and m[i, j] != 0:
+                out[i, j] = m[i, j] / (s[j] * s[j] - s[i] * s[i])
+    return out
+
+
+@register_jitable
+def _inverse_or_zero(s):
+    out = np.zeros(s.size)
+    for i in range(s.size):
+        if s[i] != 0:
+            out[i] = 1.0 / s[i]
+    return out
+
+
+def _check_svd(fname: str, x: Any, ans: Any, compute_uv: Any) -> None:
+    if not (isinstance(x, types.Array) and x.ndim == 2):
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, x must be a matrix, got {x}")
+    if not (isinstance(ans, types.BaseTuple) and len(ans) == 3):
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, ans must be (u, s, vt) (compute_uv=True), got {ans}")
+
+
+@overload(rt.svd_grad)
+def _ov_svd_grad(g, x, ans, full_matrices=True, compute_uv=True):
+    _check_svd("svd_grad", x, ans, compute_uv)
+    dt = _grad_dtype(x)
+
+    def impl(g, x, ans, full_matrices=True, compute_uv=True):
+        m, n = x.shape
+        if full_matrices and m != n:
+            raise NotImplementedError("np.linalg.svd is differentiated with full_matrices=False (or a square matrix) only")
+        u = np.ascontiguousarray(ans[0]).astype(np.float64)
+        s = ans[1].astype(np.float64)
+        vt = np.ascontiguousarray(ans[2]).astype(np.float64)
+        gu = np.ascontiguousarray(g[0]).astype(np.float64)
+        gs = np.asarray(g[1]).astype(np.float64).ravel()
+        gvt = np.ascontiguousarray(g[2]).astype(np.float64)
+        ut, v, k = np.ascontiguousarray(u.T), np.ascontiguousarray(vt.T), s.size
+        j = _svd_gaps(s, ut @ gu)
+        kk = _svd_gaps(s, vt @ np.ascontiguousarray(gvt.T))
+        inner = np.empty((k, k))
+        for a in range(k):
+            for b in range(k):
+                inner[a, b] = (j[a, b] + j[b, a]) * s[b] + s[a] * (kk[a, b] + kk[b, a])
+            inner[a, a] += gs[a] if gs.size > 1 else gs[0]
+        out = u @ inner @ vt
+        s_inv = _inverse_or_zero(s)
+        if m > n:
+            out = out + ((gu - u @ (ut @ gu)) * s_inv.reshape((1, k))) @ vt
+        if n > m:
+            out = out + u @ (s_inv.reshape((k, 1)) * (gvt - (gvt @ v) @ vt))
+        return out.astype(dt)
+
+    return impl
+
+
+@overload(rt.svd_jvp)
+def _ov_svd_jvp(t, x, ans, full_matrices=True, compute_uv=True):
+    _check_svd("svd_jvp", x, ans, compute_uv)
+    dt = _grad_dtype(x)
+
+    def impl(t, x, ans, full_matrices=True, compute_uv=True):
+        m, n = x.shape
+        if full_matrices and m != n:
+            raise NotImplementedError("np.linalg.svd is differentiated with full_matrices=False (or a square matrix) only")
+        u = np.ascontiguousarray(ans[0]).astype(np.float64)
+        s = ans[1].astype(np.float64)
+        vt = np.ascontiguousarray(ans[2]).astype(np.float64)
+        tt = np.ascontiguousarray(t).astype(np.float64)
+        ut, v, k = np.ascontiguousarray(u.T), np.ascontiguousarray(vt.T), s.size
+        p = ut @ tt @ v
+        ds = np.empty(k, dt)
+        a = np.empty((k, k))
+        b = np.empty((k, k))
+        for i in range(k):
+            ds[i] = p[i, i]
+            for jj in range(k):
+                a[i, jj] = p[i, jj] * s[jj] + p[jj, i] * s[i]
+                b[i, jj] = s[i] * p[i, jj] + s[jj] * p[jj, i]
+        du = u @ _svd_gaps(s, a)
+        dv = v @ _svd_gaps(s, b)
+        s_inv = _inverse_or_zero(s).reshape((1, k))
+        if m > n:
+            tv = tt @ v
+            du = du + (tv - u @ (ut @ tv)) * s_inv
+        if n > m:
+            tu = np.ascontiguousarray(tt.T) @ u
+            dv = dv + (tu - v @ (vt @ tu)) * s_inv
+        return du.astype(dt), ds, np.ascontiguousarray(dv.T).astype(dt)
+
+    return impl
+
+
 # --- solve, cholesky
 
 

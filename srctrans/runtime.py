@@ -1329,5 +1329,80 @@ def eigh_jvp(t, ans, UPLO="L"):
     return np.diagonal(p, axis1=-2, axis2=-1).copy(), v @ _times_gaps(w, p)
 
 
+def _svd_parts(x, ans, full_matrices, compute_uv):
+    """``u, s, vt`` (reduced) of ``np.linalg.svd(x, full_matrices, compute_uv)`` = ``ans``, with
+    ``F[i, j] = 1 / (s_j^2 - s_i^2)`` (0 on the diagonal) and ``1 / s`` (0 where s is 0)."""
+    x = np.asarray(x)
+    m, n = x.shape[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError(
+            "np.linalg.svd is differentiated with full_matrices=False (or a square matrix) only: "
+            "the extra columns of a full U or rows of a full Vt are not unique"
+        )
+    u, s, vt = ans if compute_uv else np.linalg.svd(x, full_matrices=False)
+    sq = s * s
+    diagonal = np.eye(s.shape[-1], dtype=bool)
+    gaps = np.expand_dims(sq, -2) - np.expand_dims(sq, -1)
+    with np.errstate(divide="ignore"):
+        f = np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, gaps)).astype(s.dtype)
+        s_inv = np.where(s == 0, 0.0, 1.0 / np.where(s == 0, 1.0, s)).astype(s.dtype)
+    return u, s, vt, f, s_inv
+
+
+def svd_grad(g, x, ans, full_matrices=True, compute_uv=True):
+    """Adjoint of ``x`` in ``np.linalg.svd(x, full_matrices, compute_uv)``: ``g`` the adjoints of
+    ``(u, s, vt)``, or of ``s`` alone for ``compute_uv=False``.
+
+    With ``J = F * (u.T gu)``, ``K = F * (vt gv)`` (``gv = gvt.T``): ``u (diag(gs) + (J + J.T) S +
+    S (K + K.T)) vt``, plus ``(I - u u.T) gu S^-1 vt`` for a tall ``x`` and ``u S^-1 (gvt - gvt v
+    vt)`` for a wide one: the transpose of :func:`svd_jvp` (JAX's tangent). Repeated or (for
+    a matrix not square) zero singular values give infinities where ``u`` or ``vt`` is used.
+    No rule of its own: second derivatives of svd stop here.
+    """
+    u, s, vt, f, s_inv = _svd_parts(x, ans, full_matrices, compute_uv)
+    if not compute_uv:
+        return unbroadcast((u * np.expand_dims(np.asarray(g), -2)) @ vt, x)
+    gu, gs, gvt = (np.asarray(piece) for piece in g)
+    ut, v = np.swapaxes(u, -1, -2), np.swapaxes(vt, -1, -2)
+    with np.errstate(invalid="ignore"):
+        j = np.where(ut @ gu == 0, 0.0, f * (ut @ gu))
+        k = np.where(vt @ np.swapaxes(gvt, -1, -2) == 0, 0.0, f * (vt @ np.swapaxes(gvt, -1, -2)))
+    inner = (j + np.swapaxes(j, -1, -2)) * np.expand_dims(s, -2) + np.expand_dims(s, -1) * (k + np.swapaxes(k, -1, -2))
+    inner = inner + np.expand_dims(gs, -1) * np.eye(s.shape[-1], dtype=s.dtype)
+    out = u @ inner @ vt
+    m, n = np.shape(x)[-2:]
+    if m > n:
+        out = out + ((gu - u @ (ut @ gu)) * np.expand_dims(s_inv, -2)) @ vt
+    if n > m:
+        out = out + u @ (np.expand_dims(s_inv, -1) * (gvt - (gvt @ v) @ vt))
+    return unbroadcast(out, x)
+
+
+def svd_jvp(t, x, ans, full_matrices=True, compute_uv=True):
+    """Tangent of ``np.linalg.svd(x, full_matrices, compute_uv)`` along ``t``: ``(du, ds, dvt)``, or
+    ``ds`` alone for ``compute_uv=False`` (JAX's rule, for real matrices)."""
+    u, s, vt, f, s_inv = _svd_parts(x, ans, full_matrices, compute_uv)
+    t = np.asarray(t, dtype=s.dtype)
+    ut, v = np.swapaxes(u, -1, -2), np.swapaxes(vt, -1, -2)
+    p = ut @ t @ v
+    ds = np.diagonal(p, axis1=-2, axis2=-1).copy()
+    if not compute_uv:
+        return ds
+    ps, sp = p * np.expand_dims(s, -2), np.expand_dims(s, -1) * p
+    with np.errstate(invalid="ignore"):
+        a = ps + np.swapaxes(ps, -1, -2)
+        b = sp + np.swapaxes(sp, -1, -2)
+        du = u @ np.where(a == 0, 0.0, f * a)
+        dv = v @ np.where(b == 0, 0.0, f * b)
+    m, n = np.shape(x)[-2:]
+    if m > n:
+        tv = t @ v
+        du = du + (tv - u @ (ut @ tv)) * np.expand_dims(s_inv, -2)
+    if n > m:
+        tu = np.swapaxes(t, -1, -2) @ u
+        dv = dv + (tu - v @ (vt @ tu)) * np.expand_dims(s_inv, -2)
+    return du, ds, np.swapaxes(dv, -1, -2)
+
+
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).
 from .parallel.collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401

@@ -312,6 +312,13 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.linalg.eigh": vjp(
         "x, UPLO='L'", jvp=dict(x="rt.eigh_jvp({t}, {ans}, {UPLO})"), x="rt.eigh_grad({g}, {ans}, {UPLO})"
     ),
+    # (u, s, vt) with full_matrices=False or a square x, or s alone (compute_uv=False): {g} the
+    # adjoints of the results. First order only (helpers without rules); hermitian= is refused
+    "numpy.linalg.svd": vjp(
+        "x, full_matrices=True, compute_uv=True",
+        jvp=dict(x="rt.svd_jvp({t}, {x}, {ans}, {full_matrices}, {compute_uv})"),
+        x="rt.svd_grad({g}, {x}, {ans}, {full_matrices}, {compute_uv})",
+    ),
     # --- shape ----------------------------------------------------------------------
     "numpy.transpose": vjp("x, axes=None", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
     "numpy.reshape": vjp("x, shape", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),

@@ -64,6 +64,16 @@ def _eigenvalues_spec(x):
     return w
 
 
+def _svd_spec(x):
+    u, s, vt = np.linalg.svd(x, full_matrices=False)
+    return u * 2.0, s * s, vt
+
+
+def _svd_square_spec(x):
+    u, s, vt = np.linalg.svd(x)  # full_matrices=True: the same for a square matrix
+    return (u * s) @ vt[:, :1] + u[:, :1] * vt[0]
+
+
 def _split_spec(x):
     a, b = np.split(x, 2, axis=1)
     return a * a + 2.0 * b
@@ -313,6 +323,14 @@ SPECS = {
         (_eigh_upper_spec, (lambda r: normal(r, 3, 3),)),
         (_eigenvalues_spec, (lambda r: normal(r, 3, 3),)),
         (_eigh_spec, (lambda r: normal(r, 2, 3, 3),)),  # a stack
+    ],
+    "numpy.linalg.svd": [
+        (_svd_square_spec, (lambda r: normal(r, 3, 3),)),
+        (_svd_spec, (lambda r: normal(r, 4, 3),)),  # tall
+        (_svd_spec, (lambda r: normal(r, 3, 5),)),  # wide
+        (lambda x: np.linalg.svd(x, compute_uv=False) * B[:3], (lambda r: normal(r, 3, 4),)),
+        (_svd_spec, (lambda r: normal(r, 2, 4, 3),)),  # a stack
+        (lambda x: np.linalg.svd(x, compute_uv=False) ** 2, (lambda r: normal(r, 2, 3, 2),)),
     ],
     # --- shape -------------------------------------------------------------------------
     "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],

@@ -54,6 +54,7 @@ FIRST_ORDER_ONLY = {
     "srctrans.runtime.prod_grad_grad": "rt.prod_grad3",
     "numpy.linalg.multi_dot": "rt.multi_dot_grad",
     "numpy.linalg.eigh": "rt.eigh_grad",
+    "numpy.linalg.svd": "rt.svd_grad",
 }
 
 
@@ -81,6 +82,17 @@ def test_second_order_without_a_rule_is_refused_not_wrong(key):
     fn, makers = SPECS[key][0]
     with pytest.raises(srctrans.NoDerivativeError, match=FIRST_ORDER_ONLY[key].replace("rt.", "srctrans.runtime.")):
         srctrans.check_grads(fn, _args(key, 0, makers), order=2, modes=("rev",))
+
+
+def _full_svd(x):
+    u, s, vt = np.linalg.svd(x)
+    return np.sum(u) + np.sum(s) + np.sum(vt)
+
+
+def test_the_svd_of_a_matrix_not_square_with_full_matrices_is_refused():
+    """The extra columns of a full u (rows of a full vt) are not unique: no derivative."""
+    with pytest.raises(NotImplementedError, match="full_matrices=False"):
+        srctrans.grad(_full_svd)(np.random.default_rng(0).standard_normal((4, 3)))
 
 
 def test_a_planted_wrong_rule_is_caught(monkeypatch):

@@ -172,3 +172,17 @@ def test_eigh_rules_compiled():
     got = srctrans.jit(srctrans.grad(_eigh))(x32)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, srctrans.grad(_eigh)(x), rtol=1e-3, atol=1e-4)
+
+
+def _svd(x):
+    u, s, vt = np.linalg.svd(x, full_matrices=False)
+    return np.sum(u * W[: u.shape[0], : u.shape[1]]) + np.sum(s * W[0, : s.shape[0]]) + np.sum(vt * W[: vt.shape[0], : vt.shape[1]])
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (3, 2), (2, 3)])
+def test_svd_rules_compiled(shape):
+    """svd's adjoint and tangent (first order), compiled: square, tall and wide."""
+    x = np.random.default_rng(9).standard_normal(shape)
+    t = _tangents((x,), 10)
+    close(srctrans.jit(srctrans.grad(_svd))(x), srctrans.grad(_svd)(x))
+    close(srctrans.jvp(srctrans.jit(_svd), (x,), t)[1], srctrans.jvp(_svd, (x,), t)[1])

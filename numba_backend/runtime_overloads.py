@@ -2602,6 +2602,60 @@ def _ov_svd_jvp(t, x, ans, full_matrices=True, compute_uv=True):
     return impl
 
 
+# qr's adjoint and tangent, for one square or tall matrix (Numba's np.linalg.qr is the reduced one)
+
+
+def _check_qr(fname: str, x: Any, ans: Any) -> None:
+    if not (isinstance(x, types.Array) and x.ndim == 2 and isinstance(ans, types.BaseTuple) and len(ans) == 2):
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, x must be a matrix and ans the pair (q, r), got {x}, {ans}")
+
+
+@register_jitable
+def _qr_shape_check(x, mode):
+    m, n = x.shape
+    if m < n:
+        raise NotImplementedError("np.linalg.qr is differentiated for square and tall matrices only (rows >= columns)")
+    if not (mode == "reduced" or (mode == "complete" and m == n)):
+        raise NotImplementedError("np.linalg.qr is differentiated with mode='reduced' only")
+
+
+@overload(rt.qr_grad)
+def _ov_qr_grad(g, x, ans, mode="reduced"):
+    _check_qr("qr_grad", x, ans)
+    dt = _grad_dtype(x)
+
+    def impl(g, x, ans, mode="reduced"):
+        _qr_shape_check(x, mode)
+        q = np.ascontiguousarray(ans[0]).astype(np.float64)
+        r = np.ascontiguousarray(ans[1]).astype(np.float64)
+        gq = np.ascontiguousarray(g[0]).astype(np.float64)
+        gr = np.ascontiguousarray(g[1]).astype(np.float64)
+        m = np.ascontiguousarray(q.T) @ gq - gr @ np.ascontiguousarray(r.T)
+        gb = np.tril(m - m.T, -1) - m
+        return np.ascontiguousarray(np.linalg.solve(r, np.ascontiguousarray((gq + q @ gb).T)).T).astype(dt)
+
+    return impl
+
+
+@overload(rt.qr_jvp)
+def _ov_qr_jvp(t, x, ans, mode="reduced"):
+    _check_qr("qr_jvp", x, ans)
+    dt = _grad_dtype(x)
+
+    def impl(t, x, ans, mode="reduced"):
+        _qr_shape_check(x, mode)
+        q = np.ascontiguousarray(ans[0]).astype(np.float64)
+        r = np.ascontiguousarray(ans[1]).astype(np.float64)
+        tt = np.ascontiguousarray(t).astype(np.float64)
+        c = np.ascontiguousarray(np.linalg.solve(np.ascontiguousarray(r.T), np.ascontiguousarray(tt.T)).T)
+        b = np.ascontiguousarray(q.T) @ c
+        low = np.tril(b, -1)
+        o = low - low.T
+        return (q @ (o - b) + c).astype(dt), ((b - o) @ r).astype(dt)
+
+    return impl
+
+
 # --- solve, cholesky
 
 

@@ -1404,5 +1404,37 @@ def svd_jvp(t, x, ans, full_matrices=True, compute_uv=True):
     return du, ds, np.swapaxes(dv, -1, -2)
 
 
+def _check_qr(x, mode):
+    m, n = np.shape(x)[-2:]
+    if not (mode == "reduced" or (mode == "complete" and m == n)):
+        raise NotImplementedError(f"np.linalg.qr is differentiated with mode='reduced' only, not mode={mode!r}")
+    if m < n:
+        raise NotImplementedError("np.linalg.qr is differentiated for square and tall matrices only (rows >= columns)")
+
+
+def qr_grad(g, x, ans, mode="reduced"):
+    """Adjoint of ``x`` in ``q, r = np.linalg.qr(x)`` (rows >= columns, r invertible): ``g`` the
+    pair of their adjoints. With ``M = q.T gq - gr r.T``: ``(gq + q (tril(M - M.T, -1) - M)) r^-T``,
+    the transpose of :func:`qr_jvp`. No rule of its own: second derivatives of qr stop here."""
+    _check_qr(x, mode)
+    q, r = ans
+    gq, gr = (np.asarray(piece) for piece in g)
+    m = np.swapaxes(q, -1, -2) @ gq - gr @ np.swapaxes(r, -1, -2)
+    gb = np.tril(m - np.swapaxes(m, -1, -2), -1) - m
+    return unbroadcast(np.swapaxes(np.linalg.solve(r, np.swapaxes(gq + q @ gb, -1, -2)), -1, -2), x)
+
+
+def qr_jvp(t, x, ans, mode="reduced"):
+    """Tangent of ``q, r = np.linalg.qr(x)`` along ``t`` (JAX's rule): with ``C = t r^-1``,
+    ``B = q.T C`` and ``O = tril(B, -1) - tril(B, -1).T``, ``(q (O - B) + C, (B - O) r)``."""
+    _check_qr(x, mode)
+    q, r = ans
+    c = np.swapaxes(np.linalg.solve(np.swapaxes(r, -1, -2), np.swapaxes(np.asarray(t, dtype=r.dtype), -1, -2)), -1, -2)
+    b = np.swapaxes(q, -1, -2) @ c
+    low = np.tril(b, -1)
+    o = low - np.swapaxes(low, -1, -2)
+    return q @ (o - b) + c, (b - o) @ r
+
+
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).
 from .parallel.collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401

@@ -319,6 +319,8 @@ DERIVATIVES: dict[str, Rule] = {
         jvp=dict(x="rt.svd_jvp({t}, {x}, {ans}, {full_matrices}, {compute_uv})"),
         x="rt.svd_grad({g}, {x}, {ans}, {full_matrices}, {compute_uv})",
     ),
+    # q, r of a square or tall x (mode='reduced'): {g} the pair of their adjoints. First order only
+    "numpy.linalg.qr": vjp("x, mode='reduced'", jvp=dict(x="rt.qr_jvp({t}, {x}, {ans}, {mode})"), x="rt.qr_grad({g}, {x}, {ans}, {mode})"),
     # --- shape ----------------------------------------------------------------------
     "numpy.transpose": vjp("x, axes=None", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
     "numpy.reshape": vjp("x, shape", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),

@@ -74,6 +74,16 @@ def _svd_square_spec(x):
     return (u * s) @ vt[:, :1] + u[:, :1] * vt[0]
 
 
+def _qr_spec(x):
+    q, r = np.linalg.qr(x)
+    return q * 2.0, r
+
+
+def _qr_r_spec(x):
+    _, r = np.linalg.qr(x)
+    return r * r
+
+
 def _split_spec(x):
     a, b = np.split(x, 2, axis=1)
     return a * a + 2.0 * b
@@ -331,6 +341,12 @@ SPECS = {
         (lambda x: np.linalg.svd(x, compute_uv=False) * B[:3], (lambda r: normal(r, 3, 4),)),
         (_svd_spec, (lambda r: normal(r, 2, 4, 3),)),  # a stack
         (lambda x: np.linalg.svd(x, compute_uv=False) ** 2, (lambda r: normal(r, 2, 3, 2),)),
+    ],
+    "numpy.linalg.qr": [
+        (_qr_spec, (lambda r: normal(r, 3, 3),)),
+        (_qr_spec, (lambda r: normal(r, 4, 2),)),  # tall
+        (_qr_r_spec, (lambda r: normal(r, 4, 3),)),
+        (_qr_spec, (lambda r: normal(r, 2, 4, 3),)),  # a stack
     ],
     # --- shape -------------------------------------------------------------------------
     "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],

@@ -55,6 +55,7 @@ FIRST_ORDER_ONLY = {
     "numpy.linalg.multi_dot": "rt.multi_dot_grad",
     "numpy.linalg.eigh": "rt.eigh_grad",
     "numpy.linalg.svd": "rt.svd_grad",
+    "numpy.linalg.qr": "rt.qr_grad",
 }
 
 

@@ -186,3 +186,17 @@ def test_svd_rules_compiled(shape):
     t = _tangents((x,), 10)
     close(srctrans.jit(srctrans.grad(_svd))(x), srctrans.grad(_svd)(x))
     close(srctrans.jvp(srctrans.jit(_svd), (x,), t)[1], srctrans.jvp(_svd, (x,), t)[1])
+
+
+def _qr(x):
+    q, r = np.linalg.qr(x)
+    return np.sum(q * W[: q.shape[0], : q.shape[1]]) + np.sum(r * W[: r.shape[0], : r.shape[1]] ** 2)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (3, 2)])
+def test_qr_rules_compiled(shape):
+    """qr's adjoint and tangent (first order), compiled: square and tall."""
+    x = np.random.default_rng(11).standard_normal(shape)
+    t = _tangents((x,), 12)
+    close(srctrans.jit(srctrans.grad(_qr))(x), srctrans.grad(_qr)(x))
+    close(srctrans.jvp(srctrans.jit(_qr), (x,), t)[1], srctrans.jvp(_qr, (x,), t)[1])

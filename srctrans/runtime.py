@@ -1436,5 +1436,87 @@ def qr_jvp(t, x, ans, mode="reduced"):
     return q @ (o - b) + c, (b - o) @ r
 
 
+def _lstsq_parts(a, b, ans):
+    """``P = pinv(a)`` with lstsq's cutoff (rcond=None), the solution and ``b``'s columns as matrices,
+    and the residual columns ``b - a x`` where lstsq returns residuals (else None)."""
+    a = np.asarray(a)
+    m, n = a.shape
+    p = np.linalg.pinv(a, rcond=np.finfo(np.result_type(a, 1.0)).eps * max(m, n))
+    x, res = np.asarray(ans[0]), np.asarray(ans[1])
+    xm = x[:, None] if x.ndim == 1 else x
+    bm = np.asarray(b)[:, None] if np.ndim(b) == 1 else np.asarray(b)
+    return a, p, xm, bm, (bm - a @ xm if res.size else None)
+
+
+def _pinv_grad(gp, a, p):
+    """Adjoint of ``a`` in ``p = pinv(a)`` (constant rank) for ``p``'s adjoint ``gp``: pinv's rule."""
+    pt, gt = p.T, gp.T
+    return -(pt @ gp @ pt) + (gt - a @ p @ gt) @ p @ pt + pt @ p @ (gt - gt @ p @ a)
+
+
+def _pinv_jvp(t, a, p):
+    pt, tt = p.T, t.T
+    return -(p @ t @ p) + p @ pt @ (tt - tt @ a @ p) + (tt - p @ a @ tt) @ pt @ p
+
+
+def _lstsq_rcond(rcond):
+    if rcond is not None:
+        raise NotImplementedError("np.linalg.lstsq is differentiated with rcond=None only")
+
+
+def tangent_sum(a, b):
+    """Two tuples of tangents added piece by piece (forward mode's sum of a rule's terms where the
+    function has several results, ``derivatives.TUPLE_TANGENTS``)."""
+    return tuple(x + y for x, y in zip(a, b))
+
+
+def lstsq_grad_a(g, a, b, ans, rcond=None):
+    """Adjoint of ``a`` in ``x, residuals, rank, sv = np.linalg.lstsq(a, b)``: ``g`` their adjoints.
+    ``x = pinv(a) b`` (pinv's rule, for ``a`` of constant rank), ``residuals`` (tall ``a`` of full
+    rank) ``-2 (b - a x) x.T`` per column (x minimizes them), ``sv`` as svd's. No rule of its own:
+    second derivatives of lstsq stop here."""
+    _lstsq_rcond(rcond)
+    a, p, xm, bm, r = _lstsq_parts(a, b, ans)
+    gx = np.asarray(g[0])
+    gxm = gx[:, None] if gx.ndim == 1 else gx
+    out = _pinv_grad(gxm @ bm.T, a, p)
+    if r is not None:
+        out = out - 2.0 * (r * np.asarray(g[1])) @ xm.T
+    out = out + svd_grad(g[3], a, ans[3], False, False)
+    return unbroadcast(out, a)
+
+
+def lstsq_grad_b(g, a, b, ans, rcond=None):
+    """Adjoint of ``b`` in ``np.linalg.lstsq(a, b)``: ``pinv(a).T gx + 2 (b - a x) gresiduals``."""
+    _lstsq_rcond(rcond)
+    a, p, xm, bm, r = _lstsq_parts(a, b, ans)
+    gx = np.asarray(g[0])
+    out = p.T @ (gx[:, None] if gx.ndim == 1 else gx)
+    if r is not None:
+        out = out + 2.0 * r * np.asarray(g[1])
+    return unbroadcast(np.reshape(out, np.shape(b)), np.asarray(b))
+
+
+def lstsq_jvp_a(t, a, b, ans, rcond=None):
+    """Tangent of ``(x, residuals, rank, sv) = np.linalg.lstsq(a, b)`` along ``t`` (for ``a``)."""
+    _lstsq_rcond(rcond)
+    a, p, xm, bm, r = _lstsq_parts(a, b, ans)
+    t = np.asarray(t, dtype=p.dtype)
+    dx = np.reshape(_pinv_jvp(t, a, p) @ bm, np.shape(ans[0]))
+    dres = np.zeros_like(ans[1]) if r is None else -2.0 * np.sum(r * (t @ xm), axis=0)
+    return dx, dres, 0, svd_jvp(t, a, None, False, False)
+
+
+def lstsq_jvp_b(t, a, b, ans, rcond=None):
+    """Tangent of ``np.linalg.lstsq(a, b)`` along ``t`` (for ``b``)."""
+    _lstsq_rcond(rcond)
+    a, p, xm, bm, r = _lstsq_parts(a, b, ans)
+    t = np.asarray(t, dtype=p.dtype)
+    tm = t[:, None] if t.ndim == 1 else t
+    dx = np.reshape(p @ tm, np.shape(ans[0]))
+    dres = np.zeros_like(ans[1]) if r is None else 2.0 * np.sum(r * tm, axis=0)
+    return dx, dres, 0, np.zeros_like(ans[3])
+
+
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).
 from .parallel.collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401

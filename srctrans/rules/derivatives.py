@@ -321,6 +321,13 @@ DERIVATIVES: dict[str, Rule] = {
     ),
     # q, r of a square or tall x (mode='reduced'): {g} the pair of their adjoints. First order only
     "numpy.linalg.qr": vjp("x, mode='reduced'", jvp=dict(x="rt.qr_jvp({t}, {x}, {ans}, {mode})"), x="rt.qr_grad({g}, {x}, {ans}, {mode})"),
+    # (x, residuals, rank, sv): {g} their adjoints; x = pinv(a) b for a of constant rank. First order only
+    "numpy.linalg.lstsq": vjp(
+        "a, b, rcond=None",
+        jvp=dict(a="rt.lstsq_jvp_a({t}, {a}, {b}, {ans}, {rcond})", b="rt.lstsq_jvp_b({t}, {a}, {b}, {ans}, {rcond})"),
+        a="rt.lstsq_grad_a({g}, {a}, {b}, {ans}, {rcond})",
+        b="rt.lstsq_grad_b({g}, {a}, {b}, {ans}, {rcond})",
+    ),
     # --- shape ----------------------------------------------------------------------
     "numpy.transpose": vjp("x, axes=None", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
     "numpy.reshape": vjp("x, shape", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
@@ -419,6 +426,10 @@ DERIVATIVES: dict[str, Rule] = {
     "ndarray.size": nondiff(),
     "ndarray.dtype": nondiff(),
 }
+
+# Rules whose tangent is a tuple (one tangent per result) and whose jvp has terms for several
+# parameters: forward mode adds the terms piece by piece (rt.tangent_sum), not as tuples
+TUPLE_TANGENTS: frozenset[str] = frozenset({"numpy.linalg.lstsq"})
 
 # Parameters a rule reads only for their shape and dtype, never their values: an array
 # written in place after such a read needs no copy saved for the backward sweep.

@@ -84,6 +84,16 @@ def _qr_r_spec(x):
     return r * r
 
 
+def _lstsq_spec(a, b):
+    x, residuals, rank, sv = np.linalg.lstsq(a, b, rcond=None)
+    return x * 2.0, residuals, sv
+
+
+def _lstsq_solution_spec(a, b):
+    x, _, _, _ = np.linalg.lstsq(a, b)
+    return x
+
+
 def _split_spec(x):
     a, b = np.split(x, 2, axis=1)
     return a * a + 2.0 * b
@@ -347,6 +357,12 @@ SPECS = {
         (_qr_spec, (lambda r: normal(r, 4, 2),)),  # tall
         (_qr_r_spec, (lambda r: normal(r, 4, 3),)),
         (_qr_spec, (lambda r: normal(r, 2, 4, 3),)),  # a stack
+    ],
+    "numpy.linalg.lstsq": [  # (NumPy's takes one matrix a, no stacks)
+        (_lstsq_spec, (lambda r: normal(r, 5, 3), lambda r: normal(r, 5))),  # tall: least squares, residuals
+        (_lstsq_spec, (lambda r: normal(r, 4, 2), lambda r: normal(r, 4, 3))),
+        (_lstsq_solution_spec, (lambda r: normal(r, 2, 4), lambda r: normal(r, 2))),  # wide: the least norm solution
+        (_lstsq_solution_spec, (lambda r: wellposed(r, 3, 3), lambda r: normal(r, 3, 2))),
     ],
     # --- shape -------------------------------------------------------------------------
     "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],

@@ -56,6 +56,7 @@ FIRST_ORDER_ONLY = {
     "numpy.linalg.eigh": "rt.eigh_grad",
     "numpy.linalg.svd": "rt.svd_grad",
     "numpy.linalg.qr": "rt.qr_grad",
+    "numpy.linalg.lstsq": "rt.lstsq_grad_a",
 }
 
 
@@ -194,8 +195,8 @@ def test_every_tangent_rule_covers_the_arguments_of_the_adjoint_rule():
 # linear algebra: rules that must hold matrix by matrix on stacks (..., n, n)
 STACKED = [
     k for k in DERIVATIVES
-    # (np.linalg.multi_dot takes matrices and vectors only)
-    if (k.startswith("numpy.linalg.") and k != "numpy.linalg.multi_dot") or k in ("numpy.matmul", "numpy.trace", "numpy.einsum")
+    # (np.linalg.multi_dot and lstsq take matrices and vectors only)
+    if (k.startswith("numpy.linalg.") and k not in ("numpy.linalg.multi_dot", "numpy.linalg.lstsq")) or k in ("numpy.matmul", "numpy.trace", "numpy.einsum")
     or k in {f"srctrans.runtime.{h}" for h in (
         "matmul dot dot_grad_x dot_grad_y slogdet_grad solve_grad_a solve_grad_b matrix_transpose half_tril half_tril_sym "
         "sym_half_tril scale_matrices matrix_inner zeros_per_matrix trace_grad as_columns from_columns put_block block_of"

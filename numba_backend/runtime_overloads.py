@@ -2656,6 +2656,23 @@ def _ov_qr_jvp(t, x, ans, mode="reduced"):
     return impl
 
 
+# lstsq's derivatives run uncompiled only (for now): a clear refusal under jit
+
+
+def _refuse_lstsq(fname: str):
+    def typer(g, a, b, ans, rcond=None):
+        raise TypingError(
+            f"srctrans.runtime.{fname}: np.linalg.lstsq is not differentiated under jit yet "
+            "(run the function uncompiled, or write pinv(a) @ b / solve(a.T @ a, a.T @ b))"
+        )
+
+    return typer
+
+
+for _name in ("lstsq_grad_a", "lstsq_grad_b", "lstsq_jvp_a", "lstsq_jvp_b"):
+    overload(getattr(rt, _name))(_refuse_lstsq(_name))
+
+
 # --- solve, cholesky
 
 

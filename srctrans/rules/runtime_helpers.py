@@ -41,7 +41,12 @@ Helpers without a rule (differentiating a file that calls them stops with "no ru
 ``setitem_grad`` (it writes into its ``g``, which a rule cannot say; the file the next
 ``grad`` reads takes a copy and writes zeros instead), ``prod_grad3`` (a fourth derivative
 of the user's function), and ``einsum_grad``, ``cholesky_grad`` and ``cholesky_jvp``,
-which no rule calls any more.
+which no rule calls any more. The linear algebra of issue 20 adds, differentiated once:
+``multi_dot_grad``/``_jvp``, ``eigh_grad``/``_jvp``, ``svd_grad``/``_jvp``,
+``qr_grad``/``_jvp``, ``lstsq_grad_a``/``_b``, ``lstsq_jvp_a``/``_b`` and ``tangent_sum``;
+``norm_grad``'s own rule holds for the 2-norm and Frobenius norm, and ``norm_ord_once``
+refuses the second derivatives of the other orders (NotImplementedError). ``put_block`` and
+``block_of`` (matrix_power's rule) are each other's transposes.
 
 Forward mode (``jvp(grad(f))``, Hessian-vector products) reads the ``jvp=`` of the same
 entries: most helpers are linear in their ``g_`` (``LINEAR``) or linear in each of two

@@ -2656,6 +2656,69 @@ def _ov_qr_jvp(t, x, ans, mode="reduced"):
     return impl
 
 
+# eig's adjoint and tangent, for one matrix with a real spectrum (Numba's np.linalg.eig refuses
+# complex eigenvalues of a real matrix itself)
+
+
+def _check_eig(fname: str, ans: Any) -> None:
+    if not (isinstance(ans, types.BaseTuple) and len(ans) == 2 and isinstance(ans[1], types.Array) and ans[1].ndim == 2):
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, ans must be the pair (w, v) of one matrix, got {ans}")
+    if isinstance(ans[0].dtype, types.Complex) or isinstance(ans[1].dtype, types.Complex):
+        raise TypingError(f"srctrans.runtime.{fname}: np.linalg.eig is differentiated for matrices with real eigenvalues only")
+
+
+@overload(rt.eig_grad)
+def _ov_eig_grad(g, ans):
+    _check_eig("eig_grad", ans)
+    dt = as_dtype(ans[1].dtype)
+
+    def impl(g, ans):
+        w, v = ans
+        wf = w.astype(np.float64)
+        vv = np.ascontiguousarray(v).astype(np.float64)
+        vt = np.ascontiguousarray(vv.T)
+        gw = np.asarray(g[0]).astype(np.float64).ravel()
+        gv = np.ascontiguousarray(g[1]).astype(np.float64)
+        n = wf.size
+        for j in range(n):  # unit eigenvectors: take out each one's own direction
+            c = 0.0
+            for i in range(n):
+                c += vv[i, j] * gv[i, j]
+            for i in range(n):
+                gv[i, j] -= c * vv[i, j]
+        inner = _times_gaps_of(wf, vt @ gv)
+        for i in range(n):
+            inner[i, i] = gw[i] if gw.size > 1 else gw[0]
+        return np.linalg.solve(vt, inner @ vt).astype(dt)
+
+    return impl
+
+
+@overload(rt.eig_jvp)
+def _ov_eig_jvp(t, ans):
+    _check_eig("eig_jvp", ans)
+    dt = as_dtype(ans[1].dtype)
+
+    def impl(t, ans):
+        w, v = ans
+        wf = w.astype(np.float64)
+        vv = np.ascontiguousarray(v).astype(np.float64)
+        p = np.linalg.solve(vv, np.ascontiguousarray(t).astype(np.float64) @ vv)
+        dv = vv @ _times_gaps_of(wf, p)
+        n = wf.size
+        dw = np.empty(n, dt)
+        for j in range(n):
+            dw[j] = p[j, j]
+            c = 0.0
+            for i in range(n):
+                c += vv[i, j] * dv[i, j]
+            for i in range(n):
+                dv[i, j] -= c * vv[i, j]
+        return dw, dv.astype(dt)
+
+    return impl
+
+
 # lstsq's derivatives run uncompiled only (for now): a clear refusal under jit
 
 

@@ -1518,5 +1518,38 @@ def lstsq_jvp_b(t, a, b, ans, rcond=None):
     return dx, dres, 0, np.zeros_like(ans[3])
 
 
+def _real_eig(ans):
+    w, v = ans
+    if np.iscomplexobj(w) or np.iscomplexobj(v):
+        raise NotImplementedError(
+            "np.linalg.eig is differentiated for matrices with real eigenvalues only (this one has complex "
+            "ones); for a symmetric matrix use np.linalg.eigh"
+        )
+    return np.asarray(w), np.asarray(v)
+
+
+def eig_grad(g, ans):
+    """Adjoint of ``x`` in ``w, v = np.linalg.eig(x)`` for a real spectrum: ``g`` the pair of their
+    adjoints. With ``gv' = gv - v diag(v.T gv)`` (NumPy's eigenvectors have unit length):
+    ``v^-T (diag(gw) + F * (v.T gv')) v.T``, ``F = 1 / (w_j - w_i)``. Repeated eigenvalues give
+    infinities where ``v`` is used. No rule of its own: second derivatives of eig stop here."""
+    w, v = _real_eig(ans)
+    gw, gv = (np.asarray(piece) for piece in g)
+    vt = np.swapaxes(v, -1, -2)
+    gv = gv - v * np.expand_dims(np.sum(v * gv, axis=-2), -2)
+    inner = _times_gaps(w, vt @ gv) + np.expand_dims(gw, -1) * np.eye(w.shape[-1], dtype=w.dtype)
+    return np.linalg.solve(vt, inner @ vt)
+
+
+def eig_jvp(t, ans):
+    """Tangent of ``w, v = np.linalg.eig(x)`` (real spectrum) along ``t``: with ``P = v^-1 t v``,
+    ``(diag(P), dv - v diag(v.T dv))``, ``dv = v (F * P)``."""
+    w, v = _real_eig(ans)
+    p = np.linalg.solve(v, np.asarray(t, dtype=w.dtype) @ v)
+    dv = v @ _times_gaps(w, p)
+    dv = dv - v * np.expand_dims(np.sum(v * dv, axis=-2), -2)
+    return np.diagonal(p, axis1=-2, axis2=-1).copy(), dv
+
+
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).
 from .parallel.collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401

@@ -328,6 +328,8 @@ DERIVATIVES: dict[str, Rule] = {
         a="rt.lstsq_grad_a({g}, {a}, {b}, {ans}, {rcond})",
         b="rt.lstsq_grad_b({g}, {a}, {b}, {ans}, {rcond})",
     ),
+    # a real spectrum only (complex eigenvalues: NotImplementedError); first order only
+    "numpy.linalg.eig": vjp("x", jvp=dict(x="rt.eig_jvp({t}, {ans})"), x="rt.eig_grad({g}, {ans})"),
     # --- shape ----------------------------------------------------------------------
     "numpy.transpose": vjp("x, axes=None", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
     "numpy.reshape": vjp("x, shape", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),

@@ -94,6 +94,22 @@ def _lstsq_solution_spec(a, b):
     return x
 
 
+def real_spectrum(rng, *shape):
+    """Matrices (a stack of them) with the real eigenvalues 1, 2.5, -1.7: b diag b^-1."""
+    b = wellposed(rng, *shape)
+    return b @ np.diag([1.0, 2.5, -1.7]) @ np.linalg.inv(b)
+
+
+def _eig_spec(x):
+    w, v = np.linalg.eig(x)
+    return w * w, v * 2.0
+
+
+def _eigenvalues_of_eig_spec(x):
+    w, _ = np.linalg.eig(x)
+    return w
+
+
 def _split_spec(x):
     a, b = np.split(x, 2, axis=1)
     return a * a + 2.0 * b
@@ -363,6 +379,11 @@ SPECS = {
         (_lstsq_spec, (lambda r: normal(r, 4, 2), lambda r: normal(r, 4, 3))),
         (_lstsq_solution_spec, (lambda r: normal(r, 2, 4), lambda r: normal(r, 2))),  # wide: the least norm solution
         (_lstsq_solution_spec, (lambda r: wellposed(r, 3, 3), lambda r: normal(r, 3, 2))),
+    ],
+    "numpy.linalg.eig": [  # (a real spectrum: complex eigenvalues are refused)
+        (_eig_spec, (lambda r: real_spectrum(r, 3, 3),)),
+        (_eigenvalues_of_eig_spec, (lambda r: real_spectrum(r, 3, 3),)),
+        (_eig_spec, (lambda r: real_spectrum(r, 2, 3, 3),)),  # a stack
     ],
     # --- shape -------------------------------------------------------------------------
     "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],

@@ -57,6 +57,7 @@ FIRST_ORDER_ONLY = {
     "numpy.linalg.svd": "rt.svd_grad",
     "numpy.linalg.qr": "rt.qr_grad",
     "numpy.linalg.lstsq": "rt.lstsq_grad_a",
+    "numpy.linalg.eig": "rt.eig_grad",
 }
 
 
@@ -95,6 +96,16 @@ def test_the_svd_of_a_matrix_not_square_with_full_matrices_is_refused():
     """The extra columns of a full u (rows of a full vt) are not unique: no derivative."""
     with pytest.raises(NotImplementedError, match="full_matrices=False"):
         srctrans.grad(_full_svd)(np.random.default_rng(0).standard_normal((4, 3)))
+
+
+def _eig_values(x):
+    w, _ = np.linalg.eig(x)
+    return np.sum(w)
+
+
+def test_eig_of_a_complex_spectrum_is_refused():
+    with pytest.raises(NotImplementedError, match="real eigenvalues only"):
+        srctrans.grad(_eig_values)(np.array([[0.0, 1.0], [-1.0, 0.0]]))
 
 
 def test_a_planted_wrong_rule_is_caught(monkeypatch):

@@ -200,3 +200,17 @@ def test_qr_rules_compiled(shape):
     t = _tangents((x,), 12)
     close(srctrans.jit(srctrans.grad(_qr))(x), srctrans.grad(_qr)(x))
     close(srctrans.jvp(srctrans.jit(_qr), (x,), t)[1], srctrans.jvp(_qr, (x,), t)[1])
+
+
+def _eig(x):
+    w, v = np.linalg.eig(x)
+    return np.sum(w * W[0]) + np.sum(v * W)
+
+
+def test_eig_rules_compiled():
+    """eig's adjoint and tangent for a real spectrum (first order), compiled."""
+    b = np.random.default_rng(13).standard_normal((3, 3)) + 3.0 * np.eye(3)
+    x = b @ np.diag([1.0, 2.5, -1.7]) @ np.linalg.inv(b)
+    t = _tangents((x,), 14)
+    close(srctrans.jit(srctrans.grad(_eig))(x), srctrans.grad(_eig)(x))
+    close(srctrans.jvp(srctrans.jit(_eig), (x,), t)[1], srctrans.jvp(_eig, (x,), t)[1])

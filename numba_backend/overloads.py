@@ -18,7 +18,10 @@ under ``numba.njit``. It owns:
   ``np.minimum`` (repeated indices accumulate);
 - ``np.linalg.inv``, ``det``, ``slogdet`` and ``solve`` on stacks of matrices ``(..., n, n)``,
   one matrix at a time (``solve``'s ``b``: a vector or a matrix for every matrix, or one stack
-  of the same leading shape).
+  of the same leading shape);
+- ``np.linalg.matrix_power`` of a float matrix or a stack, as a plain array (Numba's own is
+  typed optional, which the adjoint helpers reading its result cannot take), with NumPy's
+  products in NumPy's order.
 
 Numba tries the implementations it registered itself before these, so a call it already
 compiled keeps its old implementation; these are reached only where Numba's fail. An

@@ -22,7 +22,10 @@ under ``numba.njit``. It owns:
 - ``np.dot`` with a number, or with an operand of 3 or more dimensions;
 - ``axis=`` for ``np.repeat``, ``np.diff`` and ``np.roll``; ``np.diagonal`` (as a copy);
   ``np.pad`` in mode ``'constant'``; ``np.atleast_1d/2d/3d`` of a number; an array indexed
-  with a list of ints (``x[[0, 2]]``).
+  with a list of ints (``x[[0, 2]]``);
+- ``np.linalg.matrix_power`` of a float matrix or a stack, as a plain array (Numba's own is
+  typed optional, which the adjoint helpers reading its result cannot take), with NumPy's
+  products in NumPy's order.
 
 Numba tries the implementations it registered itself before these, so a call it already
 compiled keeps its old implementation; these are reached only where Numba's fail. An
@@ -1610,6 +1613,65 @@ def _ov_solve_stack(a, b):
 
         return stacked
     raise TypingError(f"np.linalg.solve: under jit, b must be a vector, a matrix or a stack like a, got {b}")
+
+
+# --- linear algebra (issue 20) ---
+
+
+@register_jitable
+def _matrix_power_of(a, n):
+    """NumPy's matrix power of one float matrix as a C array (Numba's own is typed as optional,
+    which the adjoint helpers reading it cannot take): the same products in the same order."""
+    a = np.ascontiguousarray(a)
+    m = a.shape[-1]
+    if a.shape[-2] != m:
+        raise ValueError("input must be a square array")
+    if n == 0:
+        out = np.zeros((m, m), a.dtype)
+        for k in range(m):
+            out[k, k] = 1.0
+        return out
+    base = np.linalg.inv(a) if n < 0 else a
+    e = -n if n < 0 else n
+    if e == 1:
+        return base.copy()
+    if e == 2:
+        return np.dot(base, base)
+    if e == 3:
+        return np.dot(np.dot(base, base), base)
+    z = base
+    result = base
+    first = True
+    while e > 0:
+        bit = e & 1
+        e = e >> 1
+        if bit:
+            if first:
+                result = z
+                first = False
+            else:
+                result = np.dot(result, z)
+        if e > 0:
+            z = np.dot(z, z)
+    return np.ascontiguousarray(result)
+
+
+@overload(np.linalg.matrix_power)
+def _ov_matrix_power(a, n):
+    """One matrix or a stack of them (float), with an int power."""
+    if not (isinstance(a, types.Array) and a.ndim >= 2 and isinstance(a.dtype, types.Float) and isinstance(n, types.Integer)):
+        return None
+    if a.ndim == 2:
+        return lambda a, n: _matrix_power_of(a, n)
+
+    def impl(a, n):
+        a3 = _matrices(a)
+        out = np.empty(a3.shape, a3.dtype)
+        for i in range(a3.shape[0]):
+            out[i] = _matrix_power_of(a3[i], n)
+        return out.reshape(a.shape)
+
+    return impl
 
 
 # --- ufunc.at: unbuffered in-place ufunc at indices (repeated indices accumulate) ---

@@ -2033,11 +2033,111 @@ def _k_norm(out3, x3, gf, af):
                 out3[i, j, k] = 0.0 if a == 0 else gf[i * q + k] * x3[i, j, k] / a
 
 
+@register_jitable
+def _k_norm_ord_grad(out3, x3, gf, af, p):
+    """Vector norms of order ``p`` (issue 20): ``g`` times ``norm_weights``."""
+    pp, nn, q = x3.shape
+    for i in range(pp):
+        for k in range(q):
+            g, a = gf[i * q + k], af[i * q + k]
+            if p == np.inf or p == -np.inf:
+                best = np.inf if p == -np.inf else 0.0
+                for j in range(nn):
+                    m = abs(x3[i, j, k])
+                    best = max(best, m) if p == np.inf else min(best, m)
+                count = 0
+                for j in range(nn):
+                    count += abs(x3[i, j, k]) == best
+                for j in range(nn):
+                    v = x3[i, j, k]
+                    out3[i, j, k] = g * np.sign(v) / count if abs(v) == best else 0.0
+            else:
+                for j in range(nn):
+                    v = x3[i, j, k]
+                    if p == 0 or v == 0 or (p != 1 and a == 0):
+                        out3[i, j, k] = 0.0
+                    elif p == 1:
+                        out3[i, j, k] = g * np.sign(v)
+                    else:
+                        out3[i, j, k] = g * np.sign(v) * (abs(v) / a) ** (p - 1.0)
+
+
+@register_jitable
+def _matrix_norm_weights(x, p):
+    """``norm_weights`` of one matrix (2-d, float64) for ord ``p`` (2, -2, 1, -1, inf, -inf; 0: 'nuc')."""
+    m, n = x.shape
+    if p == 0 or p == 2 or p == -2:
+        u, s, vt = np.linalg.svd(x, full_matrices=False)
+        if p == 0:
+            return u @ vt
+        k = 0 if p == 2 else s.size - 1
+        return np.outer(u[:, k], vt[k, :])
+    w = np.zeros((m, n))
+    cols = p == 1 or p == -1
+    sums = np.abs(x).sum(axis=0) if cols else np.abs(x).sum(axis=1)
+    if sums.size == 0:
+        return w
+    best = sums.max() if p > 0 else sums.min()
+    count = 0
+    for j in range(sums.size):
+        count += sums[j] == best
+    for i in range(m):
+        for j in range(n):
+            if sums[j if cols else i] == best:
+                w[i, j] = np.sign(x[i, j]) / count
+    return w
+
+
+def _is_vector_norm(x: Any, axis: Any) -> bool:
+    kind = _axis_kind(axis, "norm_grad")
+    return kind == "int" or (kind == "none" and isinstance(x, types.Array) and x.ndim == 1)
+
+
+@overload(rt.norm_ord_once)
+def _ov_norm_ord_once(ord, x, axis=None):
+    if _is_none(ord):
+        return lambda ord, x, axis=None: None
+    if isinstance(ord, (types.Integer, types.Float)) and _is_vector_norm(x, axis):
+
+        def impl(ord, x, axis=None):
+            if ord != 2:
+                raise NotImplementedError("np.linalg.norm with an ord other than None and 2 is differentiated once only")
+            return None
+
+        return impl
+    raise TypingError(f"srctrans.runtime.norm_ord_once: np.linalg.norm with ord={ord} is differentiated once only")
+
+
 @overload(rt.norm_grad)
 def _ov_norm_grad(g, x, ans, ord=None, axis=None, keepdims=False):
-    if not _is_none(ord):
-        raise TypingError(f"srctrans.runtime.norm_grad: only ord=None is differentiated under jit, got {ord}")
     _require_adjoint("norm_grad", g)
+    if not _is_none(ord):
+        matrix = isinstance(x, types.Array) and x.ndim == 2 and _is_none(axis)
+        nuc = isinstance(ord, types.StringLiteral) and ord.literal_value == "nuc"
+        number = isinstance(ord, (types.Integer, types.Float))
+        if matrix and (nuc or number):
+            dt = _reduction_dtype("norm_grad", x, axis, real=True)
+
+            def impl_matrix(g, x, ans, ord=None, axis=None, keepdims=False):
+                w = _matrix_norm_weights(np.ascontiguousarray(x).astype(np.float64), 0.0 if nuc else float(ord))
+                return (_flat_of(g, 1)[0] * w).astype(dt)
+
+            return impl_matrix
+        if not (number and _is_vector_norm(x, axis)):
+            raise TypingError(
+                "srctrans.runtime.norm_grad: under jit, ord= is differentiated for vector norms (an int axis or a 1-d x) "
+                f"and for one matrix (a 2-d x, no axis), got ord={ord}, x={x}, axis={axis}"
+            )
+        dt = _reduction_dtype("norm_grad", x, axis, real=True)
+
+        def impl_ord(g, x, ans, ord=None, axis=None, keepdims=False):
+            x3 = _to3(x, axis)
+            out3 = np.empty(x3.shape, dt)
+            m = x3.shape[0] * x3.shape[2]
+            _k_norm_ord_grad(out3, x3, _flat_of(g, m), _flat_of(ans, m), float(ord))
+            return _from3(out3, x, axis)
+
+        return impl_ord
     dt = _reduction_dtype("norm_grad", x, axis, real=True)
     if dt is None:
         return lambda g, x, ans, ord=None, axis=None, keepdims=False: 0.0 if ans == 0 else float(g * x / ans)
@@ -2466,6 +2566,339 @@ def _ov_take_along_axis_grad(g, x, indices, axis=-1):
         return out3.reshape(x.shape)
 
     return impl
+
+
+# --- linear algebra (issue 20): the 2 x 2 blocks of matrix_power's rule (one matrix under jit)
+
+
+@overload(rt.put_block)
+def _ov_put_block(x, index):
+    if not (isinstance(x, types.Array) and x.ndim == 2):
+        raise TypingError(f"srctrans.runtime.put_block: under jit, x must be a matrix, got {x}")
+    dt = _grad_dtype(x)
+
+    def impl(x, index):
+        n, m = x.shape
+        out = np.zeros((2 * n, 2 * m), dt)
+        i, j = index[0], index[1]
+        out[i * n:(i + 1) * n, j * m:(j + 1) * m] = x
+        return out
+
+    return impl
+
+
+@overload(rt.block_of)
+def _ov_block_of(m, index):
+    if not (isinstance(m, types.Array) and m.ndim == 2):
+        raise TypingError(f"srctrans.runtime.block_of: under jit, m must be a matrix, got {m}")
+
+    def impl(m, index):
+        n, k = m.shape[0] // 2, m.shape[1] // 2
+        i, j = index[0], index[1]
+        return np.ascontiguousarray(m[i * n:(i + 1) * n, j * k:(j + 1) * k])
+
+    return impl
+
+
+# eigh's adjoint and tangent, for one matrix (Numba's np.linalg.eigh takes one, lower triangle)
+
+
+@register_jitable
+def _times_gaps_of(w, m):
+    """``m[i, j] / (w[j] - w[i])`` off the diagonal where ``m[i, j]`` is not 0, else 0."""
+    n = w.size
+    f = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if i != j and m[i, j] != 0:
+                f[i, j] = m[i, j] / (w[j] - w[i])
+    return f
+
+
+def _check_eigh(fname: str, pair: Any, ans: Any, UPLO: Any) -> None:
+    if not (isinstance(ans, types.BaseTuple) and len(ans) == 2 and isinstance(ans[1], types.Array) and ans[1].ndim == 2):
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, ans must be the pair (w, v) of one matrix, got {ans}")
+    if pair is not None and not (isinstance(pair, types.BaseTuple) and len(pair) == 2):
+        raise TypingError(f"srctrans.runtime.{fname}: g must be the pair of the adjoints of (w, v), got {pair}")
+    if not (_is_none(UPLO) or isinstance(UPLO, (types.UnicodeType, types.StringLiteral, types.Omitted))):
+        raise TypingError(f"srctrans.runtime.{fname}: UPLO must be 'L' or 'U', got {UPLO}")
+
+
+@overload(rt.eigh_grad)
+def _ov_eigh_grad(g, ans, UPLO="L"):
+    _check_eigh("eigh_grad", g, ans, UPLO)
+    dt = as_dtype(ans[1].dtype)
+
+    def impl(g, ans, UPLO="L"):
+        w, v = ans
+        gw, gv = g
+        vt = np.ascontiguousarray(v.T).astype(np.float64)
+        vv = np.ascontiguousarray(v).astype(np.float64)
+        inner = _times_gaps_of(w.astype(np.float64), vt @ np.ascontiguousarray(gv).astype(np.float64))
+        gwf = np.asarray(gw).astype(np.float64).ravel()
+        for i in range(w.size):
+            inner[i, i] = gwf[i] if gwf.size > 1 else gwf[0]
+        m = vv @ inner @ vt
+        if UPLO == "L":
+            return rt.half_tril_sym(m).astype(dt)
+        return np.ascontiguousarray(rt.half_tril_sym(np.ascontiguousarray(m.T)).T).astype(dt)
+
+    return impl
+
+
+@overload(rt.eigh_jvp)
+def _ov_eigh_jvp(t, ans, UPLO="L"):
+    _check_eigh("eigh_jvp", None, ans, UPLO)
+    dt = as_dtype(ans[1].dtype)
+
+    def impl(t, ans, UPLO="L"):
+        w, v = ans
+        tt = np.ascontiguousarray(t).astype(np.float64)
+        s = rt.sym_half_tril(tt if UPLO == "L" else np.ascontiguousarray(tt.T))
+        vv = np.ascontiguousarray(v).astype(np.float64)
+        p = np.ascontiguousarray(vv.T) @ s @ vv
+        dw = np.empty(w.size, dt)
+        for i in range(w.size):
+            dw[i] = p[i, i]
+        return dw, (vv @ _times_gaps_of(w.astype(np.float64), p)).astype(dt)
+
+    return impl
+
+
+# svd's adjoint and tangent, for one matrix with u and vt (Numba's np.linalg.svd has no compute_uv)
+
+
+@register_jitable
+def _svd_gaps(s, m):
+    """``m[i, j] / (s_j^2 - s_i^2)`` off the diagonal where ``m[i, j]`` is not 0, else 0."""
+    k = s.size
+    out = np.zeros((k, k))
+    for i in range(k):
+        for j in range(k):
+            if i != j and m[i, j] != 0:
+                out[i, j] = m[i, j] / (s[j] * s[j] - s[i] * s[i])
+    return out
+
+
+@register_jitable
+def _inverse_or_zero(s):
+    out = np.zeros(s.size)
+    for i in range(s.size):
+        if s[i] != 0:
+            out[i] = 1.0 / s[i]
+    return out
+
+
+def _check_svd(fname: str, x: Any, ans: Any, compute_uv: Any) -> None:
+    if not (isinstance(x, types.Array) and x.ndim == 2):
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, x must be a matrix, got {x}")
+    if not (isinstance(ans, types.BaseTuple) and len(ans) == 3):
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, ans must be (u, s, vt) (compute_uv=True), got {ans}")
+
+
+@overload(rt.svd_grad)
+def _ov_svd_grad(g, x, ans, full_matrices=True, compute_uv=True):
+    _check_svd("svd_grad", x, ans, compute_uv)
+    dt = _grad_dtype(x)
+
+    def impl(g, x, ans, full_matrices=True, compute_uv=True):
+        m, n = x.shape
+        if full_matrices and m != n:
+            raise NotImplementedError("np.linalg.svd is differentiated with full_matrices=False (or a square matrix) only")
+        u = np.ascontiguousarray(ans[0]).astype(np.float64)
+        s = ans[1].astype(np.float64)
+        vt = np.ascontiguousarray(ans[2]).astype(np.float64)
+        gu = np.ascontiguousarray(g[0]).astype(np.float64)
+        gs = np.asarray(g[1]).astype(np.float64).ravel()
+        gvt = np.ascontiguousarray(g[2]).astype(np.float64)
+        ut, v, k = np.ascontiguousarray(u.T), np.ascontiguousarray(vt.T), s.size
+        j = _svd_gaps(s, ut @ gu)
+        kk = _svd_gaps(s, vt @ np.ascontiguousarray(gvt.T))
+        inner = np.empty((k, k))
+        for a in range(k):
+            for b in range(k):
+                inner[a, b] = (j[a, b] + j[b, a]) * s[b] + s[a] * (kk[a, b] + kk[b, a])
+            inner[a, a] += gs[a] if gs.size > 1 else gs[0]
+        out = u @ inner @ vt
+        s_inv = _inverse_or_zero(s)
+        if m > n:
+            out = out + ((gu - u @ (ut @ gu)) * s_inv.reshape((1, k))) @ vt
+        if n > m:
+            out = out + u @ (s_inv.reshape((k, 1)) * (gvt - (gvt @ v) @ vt))
+        return out.astype(dt)
+
+    return impl
+
+
+@overload(rt.svd_jvp)
+def _ov_svd_jvp(t, x, ans, full_matrices=True, compute_uv=True):
+    _check_svd("svd_jvp", x, ans, compute_uv)
+    dt = _grad_dtype(x)
+
+    def impl(t, x, ans, full_matrices=True, compute_uv=True):
+        m, n = x.shape
+        if full_matrices and m != n:
+            raise NotImplementedError("np.linalg.svd is differentiated with full_matrices=False (or a square matrix) only")
+        u = np.ascontiguousarray(ans[0]).astype(np.float64)
+        s = ans[1].astype(np.float64)
+        vt = np.ascontiguousarray(ans[2]).astype(np.float64)
+        tt = np.ascontiguousarray(t).astype(np.float64)
+        ut, v, k = np.ascontiguousarray(u.T), np.ascontiguousarray(vt.T), s.size
+        p = ut @ tt @ v
+        ds = np.empty(k, dt)
+        a = np.empty((k, k))
+        b = np.empty((k, k))
+        for i in range(k):
+            ds[i] = p[i, i]
+            for jj in range(k):
+                a[i, jj] = p[i, jj] * s[jj] + p[jj, i] * s[i]
+                b[i, jj] = s[i] * p[i, jj] + s[jj] * p[jj, i]
+        du = u @ _svd_gaps(s, a)
+        dv = v @ _svd_gaps(s, b)
+        s_inv = _inverse_or_zero(s).reshape((1, k))
+        if m > n:
+            tv = tt @ v
+            du = du + (tv - u @ (ut @ tv)) * s_inv
+        if n > m:
+            tu = np.ascontiguousarray(tt.T) @ u
+            dv = dv + (tu - v @ (vt @ tu)) * s_inv
+        return du.astype(dt), ds, np.ascontiguousarray(dv.T).astype(dt)
+
+    return impl
+
+
+# qr's adjoint and tangent, for one square or tall matrix (Numba's np.linalg.qr is the reduced one)
+
+
+def _check_qr(fname: str, x: Any, ans: Any) -> None:
+    if not (isinstance(x, types.Array) and x.ndim == 2 and isinstance(ans, types.BaseTuple) and len(ans) == 2):
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, x must be a matrix and ans the pair (q, r), got {x}, {ans}")
+
+
+@register_jitable
+def _qr_shape_check(x, mode):
+    m, n = x.shape
+    if m < n:
+        raise NotImplementedError("np.linalg.qr is differentiated for square and tall matrices only (rows >= columns)")
+    if not (mode == "reduced" or (mode == "complete" and m == n)):
+        raise NotImplementedError("np.linalg.qr is differentiated with mode='reduced' only")
+
+
+@overload(rt.qr_grad)
+def _ov_qr_grad(g, x, ans, mode="reduced"):
+    _check_qr("qr_grad", x, ans)
+    dt = _grad_dtype(x)
+
+    def impl(g, x, ans, mode="reduced"):
+        _qr_shape_check(x, mode)
+        q = np.ascontiguousarray(ans[0]).astype(np.float64)
+        r = np.ascontiguousarray(ans[1]).astype(np.float64)
+        gq = np.ascontiguousarray(g[0]).astype(np.float64)
+        gr = np.ascontiguousarray(g[1]).astype(np.float64)
+        m = np.ascontiguousarray(q.T) @ gq - gr @ np.ascontiguousarray(r.T)
+        gb = np.tril(m - m.T, -1) - m
+        return np.ascontiguousarray(np.linalg.solve(r, np.ascontiguousarray((gq + q @ gb).T)).T).astype(dt)
+
+    return impl
+
+
+@overload(rt.qr_jvp)
+def _ov_qr_jvp(t, x, ans, mode="reduced"):
+    _check_qr("qr_jvp", x, ans)
+    dt = _grad_dtype(x)
+
+    def impl(t, x, ans, mode="reduced"):
+        _qr_shape_check(x, mode)
+        q = np.ascontiguousarray(ans[0]).astype(np.float64)
+        r = np.ascontiguousarray(ans[1]).astype(np.float64)
+        tt = np.ascontiguousarray(t).astype(np.float64)
+        c = np.ascontiguousarray(np.linalg.solve(np.ascontiguousarray(r.T), np.ascontiguousarray(tt.T)).T)
+        b = np.ascontiguousarray(q.T) @ c
+        low = np.tril(b, -1)
+        o = low - low.T
+        return (q @ (o - b) + c).astype(dt), ((b - o) @ r).astype(dt)
+
+    return impl
+
+
+# eig's adjoint and tangent, for one matrix with a real spectrum (Numba's np.linalg.eig refuses
+# complex eigenvalues of a real matrix itself)
+
+
+def _check_eig(fname: str, ans: Any) -> None:
+    if not (isinstance(ans, types.BaseTuple) and len(ans) == 2 and isinstance(ans[1], types.Array) and ans[1].ndim == 2):
+        raise TypingError(f"srctrans.runtime.{fname}: under jit, ans must be the pair (w, v) of one matrix, got {ans}")
+    if isinstance(ans[0].dtype, types.Complex) or isinstance(ans[1].dtype, types.Complex):
+        raise TypingError(f"srctrans.runtime.{fname}: np.linalg.eig is differentiated for matrices with real eigenvalues only")
+
+
+@overload(rt.eig_grad)
+def _ov_eig_grad(g, ans):
+    _check_eig("eig_grad", ans)
+    dt = as_dtype(ans[1].dtype)
+
+    def impl(g, ans):
+        w, v = ans
+        wf = w.astype(np.float64)
+        vv = np.ascontiguousarray(v).astype(np.float64)
+        vt = np.ascontiguousarray(vv.T)
+        gw = np.asarray(g[0]).astype(np.float64).ravel()
+        gv = np.ascontiguousarray(g[1]).astype(np.float64)
+        n = wf.size
+        for j in range(n):  # unit eigenvectors: take out each one's own direction
+            c = 0.0
+            for i in range(n):
+                c += vv[i, j] * gv[i, j]
+            for i in range(n):
+                gv[i, j] -= c * vv[i, j]
+        inner = _times_gaps_of(wf, vt @ gv)
+        for i in range(n):
+            inner[i, i] = gw[i] if gw.size > 1 else gw[0]
+        return np.linalg.solve(vt, inner @ vt).astype(dt)
+
+    return impl
+
+
+@overload(rt.eig_jvp)
+def _ov_eig_jvp(t, ans):
+    _check_eig("eig_jvp", ans)
+    dt = as_dtype(ans[1].dtype)
+
+    def impl(t, ans):
+        w, v = ans
+        wf = w.astype(np.float64)
+        vv = np.ascontiguousarray(v).astype(np.float64)
+        p = np.linalg.solve(vv, np.ascontiguousarray(t).astype(np.float64) @ vv)
+        dv = vv @ _times_gaps_of(wf, p)
+        n = wf.size
+        dw = np.empty(n, dt)
+        for j in range(n):
+            dw[j] = p[j, j]
+            c = 0.0
+            for i in range(n):
+                c += vv[i, j] * dv[i, j]
+            for i in range(n):
+                dv[i, j] -= c * vv[i, j]
+        return dw, dv.astype(dt)
+
+    return impl
+
+
+# lstsq's derivatives run uncompiled only (for now): a clear refusal under jit
+
+
+def _refuse_lstsq(fname: str):
+    def typer(g, a, b, ans, rcond=None):
+        raise TypingError(
+            f"srctrans.runtime.{fname}: np.linalg.lstsq is not differentiated under jit yet "
+            "(run the function uncompiled, or write pinv(a) @ b / solve(a.T @ a, a.T @ b))"
+        )
+
+    return typer
+
+
+for _name in ("lstsq_grad_a", "lstsq_grad_b", "lstsq_jvp_a", "lstsq_jvp_b"):
+    overload(getattr(rt, _name))(_refuse_lstsq(_name))
 
 
 # --- solve, cholesky

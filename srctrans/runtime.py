@@ -792,11 +792,13 @@ def cholesky_grad(g, x, ans):
 
 
 def norm_grad(g, x, ans, ord=None, axis=None, keepdims=False):
-    """Adjoint of ``np.linalg.norm(x, None, axis, keepdims)``: ``g * x / norm``, 0 where the norm is 0."""
-    if not (ord is None or (isinstance(ord, str) and ord == "fro")):
-        raise NotImplementedError(f"np.linalg.norm is differentiated with ord=None only, not ord={ord!r}")
-    norm = _expand(ans, x, axis, keepdims)
-    return unbroadcast(_expand(g, x, axis, keepdims) * x / np.where(norm == 0, 1.0, norm), x)
+    """Adjoint of ``np.linalg.norm(x, ord, axis, keepdims)``: ``g * x / norm`` (0 where the norm is 0)
+    for ``ord=None`` and ``'fro'``; for other orders ``g`` times the norm's derivative (see
+    :func:`norm_weights`)."""
+    if ord is None or (isinstance(ord, str) and ord == "fro"):
+        norm = _expand(ans, x, axis, keepdims)
+        return unbroadcast(_expand(g, x, axis, keepdims) * x / np.where(norm == 0, 1.0, norm), x)
+    return unbroadcast(_expand(g, x, axis, keepdims) * norm_weights(x, ans, ord, axis, keepdims), x)
 
 
 def logsumexp_grad(g, x, ans, axis=None, keepdims=False, b=None):
@@ -1138,6 +1140,415 @@ def cumprod_jvp(t, x, ans, axis=None):
 def matrix_transpose(x):
     """``x`` with its last two axes swapped (each matrix of a stack transposed), as a new C array."""
     return np.ascontiguousarray(np.swapaxes(x, -1, -2))
+
+
+# --- linear algebra (issue 20) ---
+
+
+def _matrix_norm_axes(x, axis):
+    """The (row, column) axes of ``np.linalg.norm(x, ord, axis)`` where it is a matrix norm, else None."""
+    if axis is None:
+        return (0, 1) if np.ndim(x) == 2 else None
+    if np.ndim(axis) == 0 or len(axis) == 1:
+        return None
+    return tuple(int(a) % np.ndim(x) for a in axis)
+
+
+def _shares(hit, axis):
+    """``hit`` (a boolean mask of the positions attaining an extremum) divided by their number
+    along ``axis``: the adjoint of the extremum shared equally among them, as for np.max."""
+    hit = hit.astype(np.float64)
+    return hit / np.sum(hit, axis=axis, keepdims=True)
+
+
+def norm_weights(x, ans, ord, axis=None, keepdims=False):
+    """The derivative of ``np.linalg.norm(x, ord, axis, keepdims)`` with respect to ``x``, shaped like
+    ``x`` (each element's weight in its own norm), for an ``ord`` other than None and 'fro'.
+
+    Vector norms: ``sign(x)`` (ord=1), ``sign(x) |x|^(p-1) / norm^(p-1)`` (ord=p; 0 where the norm
+    is 0), ``sign(x)`` at the elements of largest (inf) or smallest (-inf) magnitude, shared
+    equally among ties, 0 for ord=0 (a count). Matrix norms: ``U Vt`` (nuc), ``u v.T`` for the
+    largest (2) or smallest (-2) singular value, ``sign(x)`` on the column (1, -1) or row (inf,
+    -inf) of largest or smallest absolute sum, shared among ties. Where a norm is not
+    differentiable (repeated extreme singular values, ties) this is one subgradient.
+    """
+    x = np.asarray(x)
+    matrix = _matrix_norm_axes(x, axis)
+    if matrix is None:
+        if axis is not None and np.ndim(axis) != 0:
+            axis = tuple(axis)[0]
+        mag = np.abs(x)
+        if ord == np.inf or ord == -np.inf:
+            best = np.max(mag, axis=axis, keepdims=True) if ord == np.inf else np.min(mag, axis=axis, keepdims=True)
+            return np.sign(x) * _shares(mag == best, axis)
+        if ord == 0:
+            return np.zeros(x.shape, dtype=_grad_dtype(x))
+        if ord == 1:
+            return np.sign(x)
+        norm = _expand(ans, x, axis, keepdims)
+        safe = np.where(norm == 0, 1.0, norm)
+        if ord == 2:
+            return x / safe
+        p = float(ord)
+        return np.where((x == 0) | (norm == 0), 0.0, np.sign(x) * (np.where(x == 0, 1.0, mag) / safe) ** (p - 1.0))
+    xm = np.moveaxis(x, matrix, (-2, -1))
+    if isinstance(ord, str):
+        if ord != "nuc":
+            raise ValueError(f"Invalid norm order {ord!r} for matrices")
+        u, _, vt = np.linalg.svd(xm, full_matrices=False)
+        w = u @ vt
+    elif ord == 2 or ord == -2:
+        u, _, vt = np.linalg.svd(xm, full_matrices=False)
+        one = slice(0, 1) if ord == 2 else slice(-1, None)  # (singular values come largest first)
+        w = u[..., :, one] @ vt[..., one, :]
+    elif ord in (1, -1, np.inf, -np.inf):
+        lines = -2 if ord in (1, -1) else -1  # summed: down the columns (1, -1), along the rows
+        sums = np.sum(np.abs(xm), axis=lines)
+        best = np.max(sums, axis=-1, keepdims=True) if ord in (1, np.inf) else np.min(sums, axis=-1, keepdims=True)
+        w = np.sign(xm) * np.expand_dims(_shares(sums == best, -1), lines)
+    else:
+        raise ValueError(f"Invalid norm order {ord!r} for matrices")
+    return np.moveaxis(w, (-2, -1), matrix)
+
+
+def norm_ord_once(ord, x, axis=None):
+    """None, where ``np.linalg.norm(x, ord, axis)`` is the 2-norm or Frobenius norm (the norms whose
+    adjoint ``norm_grad``'s own rule differentiates); other orders are differentiated once only,
+    and a second derivative stops here."""
+    if ord is None or (isinstance(ord, str) and ord == "fro"):
+        return None
+    if ord == 2 and _matrix_norm_axes(x, axis) is None:
+        return None
+    raise NotImplementedError(
+        f"np.linalg.norm with ord={ord!r} is differentiated once only: its second derivatives "
+        "(grad of grad, hessian, jvp of grad) are not supported"
+    )
+
+
+def put_block(x, index):
+    """``x`` (a matrix, or each matrix of a stack) as block ``index`` = (row, column) of a 2 x 2 block
+    matrix, zeros elsewhere: ``put_block(a, (0, 0)) + put_block(t, (0, 1)) + put_block(a, (1, 1))`` is
+    ``[[a, t], [0, a]]``, whose function ``f`` (a matrix power) has ``f(a)``'s derivative along
+    ``t`` in its upper right block. Its transpose is :func:`block_of`."""
+    x = np.asarray(x)
+    n, m = x.shape[-2:]
+    out = np.zeros(x.shape[:-2] + (2 * n, 2 * m), dtype=_grad_dtype(x))
+    out[..., index[0] * n:(index[0] + 1) * n, index[1] * m:(index[1] + 1) * m] = x
+    return out
+
+
+def block_of(m, index):
+    """Block ``index`` = (row, column) of ``m`` (each matrix of a stack) cut in 2 x 2 equal blocks, as
+    a new C array: the transpose of :func:`put_block`."""
+    m = np.asarray(m)
+    n, k = m.shape[-2] // 2, m.shape[-1] // 2
+    return np.ascontiguousarray(m[..., index[0] * n:(index[0] + 1) * n, index[1] * k:(index[1] + 1) * k])
+
+
+def _multi_dot_matrices(arrays):
+    """The operands of ``np.linalg.multi_dot(arrays)`` as matrices: a first vector as a row, a last
+    one as a column."""
+    mats = [np.asarray(a) for a in arrays]
+    if mats[0].ndim == 1:
+        mats[0] = mats[0][None, :]
+    if mats[-1].ndim == 1:
+        mats[-1] = mats[-1][:, None]
+    return mats
+
+
+def multi_dot_grad(g, arrays):
+    """Adjoints of the ``arrays`` of ``np.linalg.multi_dot(arrays)``, as a tuple: for the product
+    ``A_0 ... A_k``, ``(A_0 ... A_i-1).T g (A_i+1 ... A_k).T``. It has no rule of its own: second
+    derivatives of multi_dot stop here (write ``a @ b @ c`` for those)."""
+    mats = _multi_dot_matrices(arrays)
+    k = len(mats)
+    g = np.reshape(np.asarray(g), (mats[0].shape[0], mats[-1].shape[1]))
+    right = [None] * k  # right[i]: g (A_i+1 ... A_k).T
+    right[k - 1] = g
+    for i in range(k - 2, -1, -1):
+        right[i] = right[i + 1] @ np.swapaxes(mats[i + 1], -1, -2)
+    out, left = [], None  # left: (A_0 ... A_i-1).T
+    for i, a in enumerate(arrays):
+        adj = right[i] if left is None else left @ right[i]
+        out.append(unbroadcast(np.reshape(adj, np.shape(a)), np.asarray(a)))
+        left = np.swapaxes(mats[i], -1, -2) if left is None else np.swapaxes(mats[i], -1, -2) @ left
+    return tuple(out)
+
+
+def multi_dot_jvp(t, arrays):
+    """Tangent of ``np.linalg.multi_dot(arrays)`` along ``t`` (one tangent per array): the sum of
+    the products with one array replaced by its tangent. No rule of its own (see multi_dot_grad)."""
+    arrays = list(arrays)
+    return sum(np.linalg.multi_dot(arrays[:i] + [np.asarray(t[i])] + arrays[i + 1:]) for i in range(len(arrays)))
+
+
+def _inverse_gaps(w):
+    """``F[..., i, j] = 1 / (w[j] - w[i])``, 0 on the diagonal (eigenvalues ``w``, stacks too);
+    infinite where two eigenvalues are equal, where eigenvectors have no derivative."""
+    w = np.asarray(w)
+    gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
+    diagonal = np.eye(w.shape[-1], dtype=bool)
+    with np.errstate(divide="ignore"):
+        return np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, gaps)).astype(w.dtype)
+
+
+def _times_gaps(w, m):
+    """``_inverse_gaps(w) * m``, 0 where ``m`` is 0 (an unused eigenvector adjoint or tangent: the
+    eigenvalues' derivatives stay finite where eigenvalues repeat)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(m == 0, 0.0, _inverse_gaps(w) * m).astype(np.result_type(m, np.asarray(w).dtype))
+
+
+def _symmetric_input(t, UPLO):
+    """The symmetric matrix np.linalg.eigh reads from ``t``: its lower (UPLO='L') or upper triangle."""
+    return sym_half_tril(t if UPLO == "L" else np.swapaxes(t, -1, -2))
+
+
+def eigh_grad(g, ans, UPLO="L"):
+    """Adjoint of ``x`` in ``w, v = np.linalg.eigh(x, UPLO)``: ``g`` is the pair of their adjoints.
+
+    ``M = v (diag(gw) + F * (v.T gv)) v.T`` with ``F = 1 / (w_j - w_i)`` is the adjoint of the
+    symmetric matrix eigh reads, which moves with one triangle of ``x`` only: ``x``'s adjoint is
+    ``M + M.T`` off the diagonal of that triangle, ``M``'s diagonal on it, zeros elsewhere.
+    Repeated eigenvalues give infinities (the eigenvectors have no derivative there), as in JAX.
+    No rule of its own: second derivatives of eigh stop here.
+    """
+    gw, gv = (np.asarray(piece) for piece in g)
+    w, v = ans
+    vt = np.swapaxes(v, -1, -2)
+    inner = _times_gaps(w, vt @ gv) + np.expand_dims(gw, -1) * np.eye(np.shape(w)[-1], dtype=np.asarray(w).dtype)
+    m = v @ inner @ vt
+    return half_tril_sym(m) if UPLO == "L" else np.swapaxes(half_tril_sym(np.swapaxes(m, -1, -2)), -1, -2)
+
+
+def eigh_jvp(t, ans, UPLO="L"):
+    """Tangent of ``w, v = np.linalg.eigh(x, UPLO)`` along ``t``: ``(diag(P), v (F * P))`` with
+    ``P = v.T S v``, ``S`` the symmetric matrix of ``t``'s triangle that eigh reads."""
+    w, v = ans
+    p = np.swapaxes(v, -1, -2) @ _symmetric_input(np.asarray(t, dtype=np.asarray(w).dtype), UPLO) @ v
+    return np.diagonal(p, axis1=-2, axis2=-1).copy(), v @ _times_gaps(w, p)
+
+
+def _svd_parts(x, ans, full_matrices, compute_uv):
+    """``u, s, vt`` (reduced) of ``np.linalg.svd(x, full_matrices, compute_uv)`` = ``ans``, with
+    ``F[i, j] = 1 / (s_j^2 - s_i^2)`` (0 on the diagonal) and ``1 / s`` (0 where s is 0)."""
+    x = np.asarray(x)
+    m, n = x.shape[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError(
+            "np.linalg.svd is differentiated with full_matrices=False (or a square matrix) only: "
+            "the extra columns of a full U or rows of a full Vt are not unique"
+        )
+    u, s, vt = ans if compute_uv else np.linalg.svd(x, full_matrices=False)
+    sq = s * s
+    diagonal = np.eye(s.shape[-1], dtype=bool)
+    gaps = np.expand_dims(sq, -2) - np.expand_dims(sq, -1)
+    with np.errstate(divide="ignore"):
+        f = np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, gaps)).astype(s.dtype)
+        s_inv = np.where(s == 0, 0.0, 1.0 / np.where(s == 0, 1.0, s)).astype(s.dtype)
+    return u, s, vt, f, s_inv
+
+
+def svd_grad(g, x, ans, full_matrices=True, compute_uv=True):
+    """Adjoint of ``x`` in ``np.linalg.svd(x, full_matrices, compute_uv)``: ``g`` the adjoints of
+    ``(u, s, vt)``, or of ``s`` alone for ``compute_uv=False``.
+
+    With ``J = F * (u.T gu)``, ``K = F * (vt gv)`` (``gv = gvt.T``): ``u (diag(gs) + (J + J.T) S +
+    S (K + K.T)) vt``, plus ``(I - u u.T) gu S^-1 vt`` for a tall ``x`` and ``u S^-1 (gvt - gvt v
+    vt)`` for a wide one: the transpose of :func:`svd_jvp` (JAX's tangent). Repeated or (for
+    a matrix not square) zero singular values give infinities where ``u`` or ``vt`` is used.
+    No rule of its own: second derivatives of svd stop here.
+    """
+    u, s, vt, f, s_inv = _svd_parts(x, ans, full_matrices, compute_uv)
+    if not compute_uv:
+        return unbroadcast((u * np.expand_dims(np.asarray(g), -2)) @ vt, x)
+    gu, gs, gvt = (np.asarray(piece) for piece in g)
+    ut, v = np.swapaxes(u, -1, -2), np.swapaxes(vt, -1, -2)
+    with np.errstate(invalid="ignore"):
+        j = np.where(ut @ gu == 0, 0.0, f * (ut @ gu))
+        k = np.where(vt @ np.swapaxes(gvt, -1, -2) == 0, 0.0, f * (vt @ np.swapaxes(gvt, -1, -2)))
+    inner = (j + np.swapaxes(j, -1, -2)) * np.expand_dims(s, -2) + np.expand_dims(s, -1) * (k + np.swapaxes(k, -1, -2))
+    inner = inner + np.expand_dims(gs, -1) * np.eye(s.shape[-1], dtype=s.dtype)
+    out = u @ inner @ vt
+    m, n = np.shape(x)[-2:]
+    if m > n:
+        out = out + ((gu - u @ (ut @ gu)) * np.expand_dims(s_inv, -2)) @ vt
+    if n > m:
+        out = out + u @ (np.expand_dims(s_inv, -1) * (gvt - (gvt @ v) @ vt))
+    return unbroadcast(out, x)
+
+
+def svd_jvp(t, x, ans, full_matrices=True, compute_uv=True):
+    """Tangent of ``np.linalg.svd(x, full_matrices, compute_uv)`` along ``t``: ``(du, ds, dvt)``, or
+    ``ds`` alone for ``compute_uv=False`` (JAX's rule, for real matrices)."""
+    u, s, vt, f, s_inv = _svd_parts(x, ans, full_matrices, compute_uv)
+    t = np.asarray(t, dtype=s.dtype)
+    ut, v = np.swapaxes(u, -1, -2), np.swapaxes(vt, -1, -2)
+    p = ut @ t @ v
+    ds = np.diagonal(p, axis1=-2, axis2=-1).copy()
+    if not compute_uv:
+        return ds
+    ps, sp = p * np.expand_dims(s, -2), np.expand_dims(s, -1) * p
+    with np.errstate(invalid="ignore"):
+        a = ps + np.swapaxes(ps, -1, -2)
+        b = sp + np.swapaxes(sp, -1, -2)
+        du = u @ np.where(a == 0, 0.0, f * a)
+        dv = v @ np.where(b == 0, 0.0, f * b)
+    m, n = np.shape(x)[-2:]
+    if m > n:
+        tv = t @ v
+        du = du + (tv - u @ (ut @ tv)) * np.expand_dims(s_inv, -2)
+    if n > m:
+        tu = np.swapaxes(t, -1, -2) @ u
+        dv = dv + (tu - v @ (vt @ tu)) * np.expand_dims(s_inv, -2)
+    return du, ds, np.swapaxes(dv, -1, -2)
+
+
+def _check_qr(x, mode):
+    m, n = np.shape(x)[-2:]
+    if not (mode == "reduced" or (mode == "complete" and m == n)):
+        raise NotImplementedError(f"np.linalg.qr is differentiated with mode='reduced' only, not mode={mode!r}")
+    if m < n:
+        raise NotImplementedError("np.linalg.qr is differentiated for square and tall matrices only (rows >= columns)")
+
+
+def qr_grad(g, x, ans, mode="reduced"):
+    """Adjoint of ``x`` in ``q, r = np.linalg.qr(x)`` (rows >= columns, r invertible): ``g`` the
+    pair of their adjoints. With ``M = q.T gq - gr r.T``: ``(gq + q (tril(M - M.T, -1) - M)) r^-T``,
+    the transpose of :func:`qr_jvp`. No rule of its own: second derivatives of qr stop here."""
+    _check_qr(x, mode)
+    q, r = ans
+    gq, gr = (np.asarray(piece) for piece in g)
+    m = np.swapaxes(q, -1, -2) @ gq - gr @ np.swapaxes(r, -1, -2)
+    gb = np.tril(m - np.swapaxes(m, -1, -2), -1) - m
+    return unbroadcast(np.swapaxes(np.linalg.solve(r, np.swapaxes(gq + q @ gb, -1, -2)), -1, -2), x)
+
+
+def qr_jvp(t, x, ans, mode="reduced"):
+    """Tangent of ``q, r = np.linalg.qr(x)`` along ``t`` (JAX's rule): with ``C = t r^-1``,
+    ``B = q.T C`` and ``O = tril(B, -1) - tril(B, -1).T``, ``(q (O - B) + C, (B - O) r)``."""
+    _check_qr(x, mode)
+    q, r = ans
+    c = np.swapaxes(np.linalg.solve(np.swapaxes(r, -1, -2), np.swapaxes(np.asarray(t, dtype=r.dtype), -1, -2)), -1, -2)
+    b = np.swapaxes(q, -1, -2) @ c
+    low = np.tril(b, -1)
+    o = low - np.swapaxes(low, -1, -2)
+    return q @ (o - b) + c, (b - o) @ r
+
+
+def _lstsq_parts(a, b, ans):
+    """``P = pinv(a)`` with lstsq's cutoff (rcond=None), the solution and ``b``'s columns as matrices,
+    and the residual columns ``b - a x`` where lstsq returns residuals (else None)."""
+    a = np.asarray(a)
+    m, n = a.shape
+    p = np.linalg.pinv(a, rcond=np.finfo(np.result_type(a, 1.0)).eps * max(m, n))
+    x, res = np.asarray(ans[0]), np.asarray(ans[1])
+    xm = x[:, None] if x.ndim == 1 else x
+    bm = np.asarray(b)[:, None] if np.ndim(b) == 1 else np.asarray(b)
+    return a, p, xm, bm, (bm - a @ xm if res.size else None)
+
+
+def _pinv_grad(gp, a, p):
+    """Adjoint of ``a`` in ``p = pinv(a)`` (constant rank) for ``p``'s adjoint ``gp``: pinv's rule."""
+    pt, gt = p.T, gp.T
+    return -(pt @ gp @ pt) + (gt - a @ p @ gt) @ p @ pt + pt @ p @ (gt - gt @ p @ a)
+
+
+def _pinv_jvp(t, a, p):
+    pt, tt = p.T, t.T
+    return -(p @ t @ p) + p @ pt @ (tt - tt @ a @ p) + (tt - p @ a @ tt) @ pt @ p
+
+
+def _lstsq_rcond(rcond):
+    if rcond is not None:
+        raise NotImplementedError("np.linalg.lstsq is differentiated with rcond=None only")
+
+
+def tangent_sum(a, b):
+    """Two tuples of tangents added piece by piece (forward mode's sum of a rule's terms where the
+    function has several results, ``derivatives.TUPLE_TANGENTS``)."""
+    return tuple(x + y for x, y in zip(a, b))
+
+
+def lstsq_grad_a(g, a, b, ans, rcond=None):
+    """Adjoint of ``a`` in ``x, residuals, rank, sv = np.linalg.lstsq(a, b)``: ``g`` their adjoints.
+    ``x = pinv(a) b`` (pinv's rule, for ``a`` of constant rank), ``residuals`` (tall ``a`` of full
+    rank) ``-2 (b - a x) x.T`` per column (x minimizes them), ``sv`` as svd's. No rule of its own:
+    second derivatives of lstsq stop here."""
+    _lstsq_rcond(rcond)
+    a, p, xm, bm, r = _lstsq_parts(a, b, ans)
+    gx = np.asarray(g[0])
+    gxm = gx[:, None] if gx.ndim == 1 else gx
+    out = _pinv_grad(gxm @ bm.T, a, p)
+    if r is not None:
+        out = out - 2.0 * (r * np.asarray(g[1])) @ xm.T
+    out = out + svd_grad(g[3], a, ans[3], False, False)
+    return unbroadcast(out, a)
+
+
+def lstsq_grad_b(g, a, b, ans, rcond=None):
+    """Adjoint of ``b`` in ``np.linalg.lstsq(a, b)``: ``pinv(a).T gx + 2 (b - a x) gresiduals``."""
+    _lstsq_rcond(rcond)
+    a, p, xm, bm, r = _lstsq_parts(a, b, ans)
+    gx = np.asarray(g[0])
+    out = p.T @ (gx[:, None] if gx.ndim == 1 else gx)
+    if r is not None:
+        out = out + 2.0 * r * np.asarray(g[1])
+    return unbroadcast(np.reshape(out, np.shape(b)), np.asarray(b))
+
+
+def lstsq_jvp_a(t, a, b, ans, rcond=None):
+    """Tangent of ``(x, residuals, rank, sv) = np.linalg.lstsq(a, b)`` along ``t`` (for ``a``)."""
+    _lstsq_rcond(rcond)
+    a, p, xm, bm, r = _lstsq_parts(a, b, ans)
+    t = np.asarray(t, dtype=p.dtype)
+    dx = np.reshape(_pinv_jvp(t, a, p) @ bm, np.shape(ans[0]))
+    dres = np.zeros_like(ans[1]) if r is None else -2.0 * np.sum(r * (t @ xm), axis=0)
+    return dx, dres, 0, svd_jvp(t, a, None, False, False)
+
+
+def lstsq_jvp_b(t, a, b, ans, rcond=None):
+    """Tangent of ``np.linalg.lstsq(a, b)`` along ``t`` (for ``b``)."""
+    _lstsq_rcond(rcond)
+    a, p, xm, bm, r = _lstsq_parts(a, b, ans)
+    t = np.asarray(t, dtype=p.dtype)
+    tm = t[:, None] if t.ndim == 1 else t
+    dx = np.reshape(p @ tm, np.shape(ans[0]))
+    dres = np.zeros_like(ans[1]) if r is None else 2.0 * np.sum(r * tm, axis=0)
+    return dx, dres, 0, np.zeros_like(ans[3])
+
+
+def _real_eig(ans):
+    w, v = ans
+    if np.iscomplexobj(w) or np.iscomplexobj(v):
+        raise NotImplementedError(
+            "np.linalg.eig is differentiated for matrices with real eigenvalues only (this one has complex "
+            "ones); for a symmetric matrix use np.linalg.eigh"
+        )
+    return np.asarray(w), np.asarray(v)
+
+
+def eig_grad(g, ans):
+    """Adjoint of ``x`` in ``w, v = np.linalg.eig(x)`` for a real spectrum: ``g`` the pair of their
+    adjoints. With ``gv' = gv - v diag(v.T gv)`` (NumPy's eigenvectors have unit length):
+    ``v^-T (diag(gw) + F * (v.T gv')) v.T``, ``F = 1 / (w_j - w_i)``. Repeated eigenvalues give
+    infinities where ``v`` is used. No rule of its own: second derivatives of eig stop here."""
+    w, v = _real_eig(ans)
+    gw, gv = (np.asarray(piece) for piece in g)
+    vt = np.swapaxes(v, -1, -2)
+    gv = gv - v * np.expand_dims(np.sum(v * gv, axis=-2), -2)
+    inner = _times_gaps(w, vt @ gv) + np.expand_dims(gw, -1) * np.eye(w.shape[-1], dtype=w.dtype)
+    return np.linalg.solve(vt, inner @ vt)
+
+
+def eig_jvp(t, ans):
+    """Tangent of ``w, v = np.linalg.eig(x)`` (real spectrum) along ``t``: with ``P = v^-1 t v``,
+    ``(diag(P), dv - v diag(v.T dv))``, ``dv = v (F * P)``."""
+    w, v = _real_eig(ans)
+    p = np.linalg.solve(v, np.asarray(t, dtype=w.dtype) @ v)
+    dv = v @ _times_gaps(w, p)
+    dv = dv - v * np.expand_dims(np.sum(v * dv, axis=-2), -2)
+    return np.diagonal(p, axis1=-2, axis2=-1).copy(), dv
 
 
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).

@@ -31,7 +31,7 @@ from ..analysis.views import array_facts
 from ..cache import ORIGIN_RE
 from ..passes.fuse import assigned_once, inline_temporaries
 from ..passes.fuse import children as fuse_children
-from ..rules.derivatives import DERIVATIVES, LINEAR, MULTILINEAR, OPERATORS, SHAPE_ONLY, Rule
+from ..rules.derivatives import DERIVATIVES, LINEAR, MULTILINEAR, OPERATORS, SHAPE_ONLY, TUPLE_TANGENTS, Rule
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
 from .reverse import (
     _LOCAL,
@@ -517,6 +517,11 @@ class Forward:
         for p, e in op.args.items():
             if p in varying and p in jvp:
                 terms.append(_paren_term(_format(jvp[p], {**fill, "t": self.tangent_of(e)}, self.np_name)))
+        if op.key in TUPLE_TANGENTS and len(terms) > 1:  # tuples of tangents: added piece by piece
+            total = terms[0]
+            for term in terms[1:]:
+                total = f"rt.tangent_sum({total}, {term})"
+            return total
         return " + ".join(terms) if terms else None
 
     def _check_covered(self, op: _Op, varying: dict) -> None:

@@ -281,6 +281,59 @@ DERIVATIVES: dict[str, Rule] = {
         "rt.matrix_transpose(np.linalg.solve(rt.matrix_transpose({ans}), rt.half_tril(rt.matrix_transpose({ans}) @ {g})))))",
     ),
     "numpy.linalg.norm": vjp("x, ord=None, axis=None, keepdims=False", jvp=_reduction_jvp("norm_grad", "{ans}, {ord}, {axis}, {keepdims}"), x="rt.norm_grad({g}, {x}, {ans}, {ord}, {axis}, {keepdims})"),
+    # --- linear algebra (issue 20) ---
+    # P = pinv(A), for A of constant rank (full rank, or rcond cutting the same singular values):
+    # dP = -P dA P + P P.T dA.T (I - A P) + (I - P A) dA.T P.T P, and its transpose. Written with
+    # matmul and matrix_transpose, so that it is differentiated again like any other code.
+    # (hermitian=True, which reads A's lower triangle only, is not in the signature: refused)
+    "numpy.linalg.pinv": vjp(
+        "x, rcond=None",
+        jvp=dict(
+            x="-({ans} @ {t} @ {ans}) + {ans} @ rt.matrix_transpose({ans}) @ (rt.matrix_transpose({t}) - rt.matrix_transpose({t}) @ {x} @ {ans}) "
+            "+ (rt.matrix_transpose({t}) - {ans} @ {x} @ rt.matrix_transpose({t})) @ rt.matrix_transpose({ans}) @ {ans}"
+        ),
+        x="-(rt.matrix_transpose({ans}) @ {g} @ rt.matrix_transpose({ans})) "
+        "+ (rt.matrix_transpose({g}) - {x} @ {ans} @ rt.matrix_transpose({g})) @ {ans} @ rt.matrix_transpose({ans}) "
+        "+ rt.matrix_transpose({ans}) @ {ans} @ (rt.matrix_transpose({g}) - rt.matrix_transpose({g}) @ {ans} @ {x})",
+    ),
+    # f(x) = x ** n (n < 0: inv(x) ** -n): f([[x, t], [0, x]]) = [[f(x), df(x)[t]], [0, f(x)]], and
+    # the transpose of df(x) is df(x.T). One matrix power of twice the size, differentiated again
+    # like any other code
+    "numpy.linalg.matrix_power": vjp(
+        "x, n",
+        jvp=dict(x="rt.block_of(np.linalg.matrix_power(rt.put_block({x}, (0, 0)) + rt.put_block({t}, (0, 1)) + rt.put_block({x}, (1, 1)), {n}), (0, 1))"),
+        x="rt.block_of(np.linalg.matrix_power(rt.put_block(rt.matrix_transpose({x}), (0, 0)) + rt.put_block({g}, (0, 1)) "
+        "+ rt.put_block(rt.matrix_transpose({x}), (1, 1)), {n}), (0, 1))",
+    ),
+    # a sequence of arrays: the template gives a tuple, one adjoint per array; helpers without rules
+    # of their own (second derivatives are refused: NoDerivativeError)
+    "numpy.linalg.multi_dot": vjp(
+        "arrays, out=None", jvp=dict(arrays="rt.multi_dot_jvp({t}, {arrays})"), arrays="rt.multi_dot_grad({g}, {arrays})"
+    ),
+    # two results, the eigenvalues and eigenvectors of the symmetric matrix one triangle of x
+    # gives: {g} is the pair of their adjoints; the tangent a pair too. First order only (helpers
+    # without rules); repeated eigenvalues give infinities, as in JAX
+    "numpy.linalg.eigh": vjp(
+        "x, UPLO='L'", jvp=dict(x="rt.eigh_jvp({t}, {ans}, {UPLO})"), x="rt.eigh_grad({g}, {ans}, {UPLO})"
+    ),
+    # (u, s, vt) with full_matrices=False or a square x, or s alone (compute_uv=False): {g} the
+    # adjoints of the results. First order only (helpers without rules); hermitian= is refused
+    "numpy.linalg.svd": vjp(
+        "x, full_matrices=True, compute_uv=True",
+        jvp=dict(x="rt.svd_jvp({t}, {x}, {ans}, {full_matrices}, {compute_uv})"),
+        x="rt.svd_grad({g}, {x}, {ans}, {full_matrices}, {compute_uv})",
+    ),
+    # q, r of a square or tall x (mode='reduced'): {g} the pair of their adjoints. First order only
+    "numpy.linalg.qr": vjp("x, mode='reduced'", jvp=dict(x="rt.qr_jvp({t}, {x}, {ans}, {mode})"), x="rt.qr_grad({g}, {x}, {ans}, {mode})"),
+    # (x, residuals, rank, sv): {g} their adjoints; x = pinv(a) b for a of constant rank. First order only
+    "numpy.linalg.lstsq": vjp(
+        "a, b, rcond=None",
+        jvp=dict(a="rt.lstsq_jvp_a({t}, {a}, {b}, {ans}, {rcond})", b="rt.lstsq_jvp_b({t}, {a}, {b}, {ans}, {rcond})"),
+        a="rt.lstsq_grad_a({g}, {a}, {b}, {ans}, {rcond})",
+        b="rt.lstsq_grad_b({g}, {a}, {b}, {ans}, {rcond})",
+    ),
+    # a real spectrum only (complex eigenvalues: NotImplementedError); first order only
+    "numpy.linalg.eig": vjp("x", jvp=dict(x="rt.eig_jvp({t}, {ans})"), x="rt.eig_grad({g}, {ans})"),
     # --- shape ----------------------------------------------------------------------
     "numpy.transpose": vjp("x, axes=None", jvp=LINEAR, x="rt.transpose_grad({g}, {axes})"),
     "numpy.reshape": vjp("x, shape", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
@@ -379,6 +432,10 @@ DERIVATIVES: dict[str, Rule] = {
     "ndarray.size": nondiff(),
     "ndarray.dtype": nondiff(),
 }
+
+# Rules whose tangent is a tuple (one tangent per result) and whose jvp has terms for several
+# parameters: forward mode adds the terms piece by piece (rt.tangent_sum), not as tuples
+TUPLE_TANGENTS: frozenset[str] = frozenset({"numpy.linalg.lstsq"})
 
 # Parameters a rule reads only for their shape and dtype, never their values: an array
 # written in place after such a read needs no copy saved for the backward sweep.

@@ -41,7 +41,12 @@ Helpers without a rule (differentiating a file that calls them stops with "no ru
 ``setitem_grad`` (it writes into its ``g``, which a rule cannot say; the file the next
 ``grad`` reads takes a copy and writes zeros instead), ``prod_grad3`` (a fourth derivative
 of the user's function), and ``einsum_grad``, ``cholesky_grad`` and ``cholesky_jvp``,
-which no rule calls any more.
+which no rule calls any more. The linear algebra of issue 20 adds, differentiated once:
+``multi_dot_grad``/``_jvp``, ``eigh_grad``/``_jvp``, ``svd_grad``/``_jvp``,
+``qr_grad``/``_jvp``, ``lstsq_grad_a``/``_b``, ``lstsq_jvp_a``/``_b`` and ``tangent_sum``;
+``norm_grad``'s own rule holds for the 2-norm and Frobenius norm, and ``norm_ord_once``
+refuses the second derivatives of the other orders (NotImplementedError). ``put_block`` and
+``block_of`` (matrix_power's rule) are each other's transposes.
 
 Forward mode (``jvp(grad(f))``, Hessian-vector products) reads the ``jvp=`` of the same
 entries: most helpers are linear in their ``g_`` (``LINEAR``) or linear in each of two
@@ -190,12 +195,15 @@ RUNTIME_DERIVATIVES.update({
         a="rt.solve_grad_a({g_}, {a}, {b}, np.linalg.solve({a}, {g}))",
     ),
     # g x / norm (0 where the norm is 0): linear in x for a fixed norm, proportional to 1 / norm
+    # (the x and ans_ terms hold for the 2-norm and Frobenius norm only: rt.norm_ord_once refuses
+    # the other orders' second derivatives; the g_ term, expand(g) * K(x), holds for every order)
     "srctrans.runtime.norm_grad": vjp(
-        "g_, x, ans_, ord=None, axis=None, keepdims=False", jvp=dict(g_="rt.norm_grad({t}, {x}, {ans_}, {ord}, {axis}, {keepdims})", x="rt.norm_grad({g_}, {t}, {ans_}, {ord}, {axis}, {keepdims})", ans_="-rt.norm_grad({g_} * {t} / {ans_}, {x}, {ans_}, {ord}, {axis}, {keepdims})"),
+        "g_, x, ans_, ord=None, axis=None, keepdims=False", jvp=dict(g_="rt.norm_grad({t}, {x}, {ans_}, {ord}, {axis}, {keepdims})", x="rt.norm_grad({g_}, {t}, {ans_}, rt.norm_ord_once({ord}, {x}, {axis}), {axis}, {keepdims})", ans_="-rt.norm_grad({g_} * {t} / {ans_}, {x}, {ans_}, rt.norm_ord_once({ord}, {x}, {axis}), {axis}, {keepdims})"),
         g_=_g_of_reduction("norm_grad", "{x}, {ans_}, {ord}, {axis}, {keepdims}"),
-        x="rt.norm_grad({g_}, {g}, {ans_}, {ord}, {axis}, {keepdims})",
-        ans_="-rt.sum_to(rt.norm_grad({g_}, {g} * {x}, {ans_} * {ans_}, {ord}, {axis}, {keepdims}), {ans_}, {axis}, {keepdims})",
+        x="rt.norm_grad({g_}, {g}, {ans_}, rt.norm_ord_once({ord}, {x}, {axis}), {axis}, {keepdims})",
+        ans_="-rt.sum_to(rt.norm_grad({g_}, {g} * {x}, {ans_} * {ans_}, rt.norm_ord_once({ord}, {x}, {axis}), {axis}, {keepdims}), {ans_}, {axis}, {keepdims})",
     ),
+    "srctrans.runtime.norm_ord_once": nondiff("ord, x, axis=None"),
     # g exp(x - ans): its partials in x and in ans are the result itself, with opposite signs
     "srctrans.runtime.logsumexp_grad": vjp(
         "g_, x, ans_, axis=None, keepdims=False, b=None", jvp=dict(g_="rt.logsumexp_grad({t}, {x}, {ans_}, {axis}, {keepdims}, {b})", x="{ans} * {t}", ans_="-rt.logsumexp_grad({g_} * {t}, {x}, {ans_}, {axis}, {keepdims}, {b})"),
@@ -325,6 +333,9 @@ RUNTIME_DERIVATIVES.update({
     "srctrans.runtime.half_tril": vjp("m", jvp=LINEAR, m="rt.half_tril({g})"),
     "srctrans.runtime.half_tril_sym": vjp("m", jvp=LINEAR, m="rt.sym_half_tril({g})"),
     "srctrans.runtime.sym_half_tril": vjp("m", jvp=LINEAR, m="rt.half_tril_sym({g})"),
+    # --- linear algebra (issue 20) ---
+    "srctrans.runtime.put_block": vjp("x, index", jvp=LINEAR, x="rt.block_of({g}, {index})"),
+    "srctrans.runtime.block_of": vjp("m, index", jvp=LINEAR, m="rt.put_block({g}, {index})"),
     # cumprod: ans[i] = x[i] ans[i - 1]. Its adjoint is L * linrec_rev(g, x) and its tangent
     # linrec(t * L, x), L = shift_right(ans, axis, 1.0) the products before each element; the
     # recurrences and shifts below are each other's transposes, and multiply only (exact at zeros).

@@ -18,7 +18,7 @@ from srctrans.nesting import tangent_function, vjp_function
 from srctrans.rules import derivatives
 from srctrans.rules.derivatives import DERIVATIVES, elementwise, vjp
 
-from ..rules.specs import SPECS
+from ..rules.specs import FIRST_ORDER_SPECS, SPECS
 from ..rules.test_derivatives import FIRST_ORDER_ONLY, NOT_NUMERIC, _args
 
 # no tangent rule yet: forward mode refuses them with NoDerivativeError (checked below)
@@ -32,14 +32,14 @@ CASES = [
 ]
 
 
-# the tangent file calls a helper without a rule of its own: first order only (none now)
-TANGENT_FIRST_ORDER_ONLY: dict[str, str] = {}
+# the tangent file calls a helper without a rule of its own: first order only
+TANGENT_FIRST_ORDER_ONLY: dict[str, str] = {"numpy.linalg.multi_dot": "rt.multi_dot_jvp", "numpy.linalg.eigh": "rt.eigh_jvp", "numpy.linalg.svd": "rt.svd_jvp", "numpy.linalg.qr": "rt.qr_jvp", "numpy.linalg.lstsq": "rt.lstsq_jvp_a", "numpy.linalg.eig": "rt.eig_jvp"}
 
 
 @pytest.mark.parametrize("key,i,fn,makers", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_rule_in_forward_mode(key, i, fn, makers):
     args = _args(key, i, makers)
-    if key in TANGENT_FIRST_ORDER_ONLY or (key in FIRST_ORDER_ONLY and key.startswith("srctrans.runtime.")):
+    if key in TANGENT_FIRST_ORDER_ONLY or (key in FIRST_ORDER_ONLY and key.startswith("srctrans.runtime.")) or (key, i) in FIRST_ORDER_SPECS:
         srctrans.check_grads(fn, args, order=1, modes=("fwd",))  # a helper's second order: a third derivative
     elif key in FIRST_ORDER_ONLY:  # its adjoint calls a helper without a rule: forward over forward only
         srctrans.check_grads(fn, args, order=2, modes=("fwd",))
@@ -47,6 +47,13 @@ def test_rule_in_forward_mode(key, i, fn, makers):
         srctrans.check_grads(fn, args, order=2, modes=("fwd",))  # JVP, and JVP of the tangent file
         srctrans.check_grads(tangent_function(fn, len(args)), (*args, *args), order=1, modes=("rev",))
         srctrans.check_grads(vjp_function(fn, len(args)), (*args, fn(*args)), order=1, modes=("fwd",))
+
+
+@pytest.mark.parametrize("key", sorted(TANGENT_FIRST_ORDER_ONLY))
+def test_forward_over_forward_without_a_rule_is_refused_not_wrong(key):
+    fn, makers = SPECS[key][0]
+    with pytest.raises(srctrans.NoDerivativeError, match=TANGENT_FIRST_ORDER_ONLY[key].replace("rt.", "srctrans.runtime.")):
+        srctrans.check_grads(fn, _args(key, 0, makers), order=2, modes=("fwd",))
 
 
 def test_every_differentiable_rule_has_a_tangent_rule_or_is_listed():

@@ -1004,8 +1004,32 @@ def test_norm_and_logsumexp_grads():
     xz[1] = 0.0  # a zero row: its norm is 0, and so is the adjoint
     norm = np.linalg.norm(xz, axis=1)
     close(j_norm_logsumexp(np.ones(3), xz, norm, norm, 1, False)[0][1], np.zeros(4))
-    with pytest.raises(TypingError, match="ord"):
-        numba.njit(lambda g, x, n: rt.norm_grad(g, x, n, 2, None, False))(1.0, x, 1.0)
+    with pytest.raises(TypingError, match="ord"):  # matrix orders of a stack: plain Python only
+        numba.njit(lambda g, x, n: rt.norm_grad(g, x, n, 2, (1, 2), False))(np.ones(2), make((2, 3, 4)), np.ones(2))
+
+
+@numba.njit
+def j_norm_grad(g, x, ans, ord, axis, keepdims):
+    return rt.norm_grad(g, x, ans, ord, axis, keepdims)
+
+
+def test_norm_grad_of_other_orders():
+    """Vector p-norms along an axis (ties and zeros included) and one matrix's norms, as in plain Python."""
+    x = make((3, 4))
+    x[0, 1], x[1, 2], x[2] = -x[0, 0], 0.0, 0.0  # a tie for inf, a zero, a zero row
+    for ord in (1, 3, 0.5, -1, np.inf, -np.inf, 0, 2):
+        for axis, keepdims in ((1, False), (0, True), (-1, True)):
+            norm = np.linalg.norm(x, ord, axis, keepdims)
+            g = make(np.shape(norm), seed=1)
+            close(j_norm_grad(g, x, norm, ord, axis, keepdims), rt.norm_grad(g, x, norm, ord, axis, keepdims))
+        close(j_norm_grad(1.5, x[0], np.linalg.norm(x[0], ord), ord, None, False), rt.norm_grad(1.5, x[0], np.linalg.norm(x[0], ord), ord, None, False))
+    y = make((3, 4))
+    y[:, 3] = -y[:, 0]  # columns 0 and 3 tie (rows of y.T)
+    for ord in (2, -2, 1, -1, np.inf, -np.inf):
+        for m in (y, y.T, y.astype(np.float32)):
+            got, want = j_norm_grad(0.7, m, np.linalg.norm(m, ord), ord, None, False), rt.norm_grad(0.7, m, np.linalg.norm(m, ord), ord, None, False)
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 @jit

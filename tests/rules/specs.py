@@ -49,6 +49,67 @@ def _astype_round_trip(x):
     return y.astype(x.dtype)
 
 
+def _eigh_spec(x):
+    w, v = np.linalg.eigh(x)
+    return w * 2.0 + np.sum(v * v, axis=-2) + v[..., 0, :]  # the eigenvectors' sign as LAPACK picks it
+
+
+def _eigh_upper_spec(x):
+    w, v = np.linalg.eigh(x, UPLO="U")
+    return w * w, v
+
+
+def _eigenvalues_spec(x):
+    w, _ = np.linalg.eigh(x)
+    return w
+
+
+def _svd_spec(x):
+    u, s, vt = np.linalg.svd(x, full_matrices=False)
+    return u * 2.0, s * s, vt
+
+
+def _svd_square_spec(x):
+    u, s, vt = np.linalg.svd(x)  # full_matrices=True: the same for a square matrix
+    return (u * s) @ vt[:, :1] + u[:, :1] * vt[0]
+
+
+def _qr_spec(x):
+    q, r = np.linalg.qr(x)
+    return q * 2.0, r
+
+
+def _qr_r_spec(x):
+    _, r = np.linalg.qr(x)
+    return r * r
+
+
+def _lstsq_spec(a, b):
+    x, residuals, rank, sv = np.linalg.lstsq(a, b, rcond=None)
+    return x * 2.0, residuals, sv
+
+
+def _lstsq_solution_spec(a, b):
+    x, _, _, _ = np.linalg.lstsq(a, b)
+    return x
+
+
+def real_spectrum(rng, *shape):
+    """Matrices (a stack of them) with the real eigenvalues 1, 2.5, -1.7: b diag b^-1."""
+    b = wellposed(rng, *shape)
+    return b @ np.diag([1.0, 2.5, -1.7]) @ np.linalg.inv(b)
+
+
+def _eig_spec(x):
+    w, v = np.linalg.eig(x)
+    return w * w, v * 2.0
+
+
+def _eigenvalues_of_eig_spec(x):
+    w, _ = np.linalg.eig(x)
+    return w
+
+
 def _split_spec(x):
     a, b = np.split(x, 2, axis=1)
     return a * a + 2.0 * b
@@ -263,6 +324,73 @@ SPECS = {
         (lambda x: np.linalg.norm(x, axis=1) * B[:3], (lambda r: normal(r, 3, 4),)),
         (lambda x: np.linalg.norm(x, axis=0, keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
         (lambda x: np.linalg.norm(x, axis=(1, 2)) * B[:2], (lambda r: normal(r, 2, 3, 4),)),  # a stack of matrices
+        (lambda x: np.linalg.norm(x, 2, axis=1) * B[:3], (lambda r: normal(r, 3, 4),)),  # vectors: the 2-norm
+        # other orders (issue 20), differentiated once (FIRST_ORDER_SPECS): vector p-norms ...
+        (lambda x: np.linalg.norm(x, 1), (lambda r: normal(r, 5),)),
+        (lambda x: np.linalg.norm(x, 3, axis=1) * B[:3], (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, 4, axis=0, keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, np.inf, axis=-1) * B[:3], (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, -np.inf), (lambda r: normal(r, 5),)),
+        # ... and matrix norms
+        (lambda x: np.linalg.norm(x, 2), (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, -2, axis=(1, 2)) * B[:2], (lambda r: normal(r, 2, 3, 4),)),
+        (lambda x: np.linalg.norm(x, "nuc"), (lambda r: normal(r, 4, 3),)),
+        (lambda x: np.linalg.norm(x, "nuc", axis=(2, 1)) * B[:2], (lambda r: normal(r, 2, 3, 4),)),
+        (lambda x: np.linalg.norm(x, 1, axis=(2, 1)) * B[:2], (lambda r: normal(r, 2, 3, 4),)),
+        (lambda x: np.linalg.norm(x, -1), (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, np.inf, axis=(0, 1), keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.linalg.norm(x, -np.inf), (lambda r: normal(r, 3, 4),)),
+    ],
+    # --- linear algebra (issue 20) ---
+    "numpy.linalg.pinv": [
+        (lambda x: np.linalg.pinv(x), (lambda r: normal(r, 3, 4),)),  # wide
+        (lambda x: np.linalg.pinv(x) * B, (lambda r: normal(r, 4, 3) + 2.0 * np.eye(4, 3),)),  # tall
+        (lambda x: np.linalg.pinv(x), (lambda r: wellposed(r, 3, 3),)),
+        (lambda x: np.linalg.pinv(x, 1e-10), (lambda r: normal(r, 2, 3, 4),)),  # a stack
+    ],
+    "numpy.linalg.matrix_power": [
+        (lambda x: np.linalg.matrix_power(x, 3), (lambda r: normal(r, 3, 3),)),
+        (lambda x: np.linalg.matrix_power(x, 1) * B[:3], (lambda r: normal(r, 3, 3),)),
+        (lambda x: np.linalg.matrix_power(x, 0) * x, (lambda r: normal(r, 3, 3),)),
+        (lambda x: np.linalg.matrix_power(x, -2), (lambda r: wellposed(r, 3, 3),)),  # inv(x) @ inv(x)
+        (lambda x: np.linalg.matrix_power(x, 2), (lambda r: normal(r, 2, 3, 3),)),  # a stack
+    ],
+    "numpy.linalg.multi_dot": [
+        (lambda x, y, z: np.linalg.multi_dot([x, y, z]), (lambda r: normal(r, 2, 3), lambda r: normal(r, 3, 4), lambda r: normal(r, 4, 2))),
+        (lambda x, y, z: np.linalg.multi_dot((x, y, z)) * 2.0, (lambda r: normal(r, 3), lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),  # vectors at the ends: a number
+        (lambda x, y: np.linalg.multi_dot([x, B[:3, None] * x.T, y, x]), (lambda r: normal(r, 2, 3), lambda r: normal(r, 2, 2))),  # x twice, a constant
+        (lambda x, y: np.linalg.multi_dot([x, y]) * B[:3], (lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),  # a last vector: a vector
+    ],
+    "numpy.linalg.eigh": [  # (not symmetric: eigh reads one triangle)
+        (_eigh_spec, (lambda r: normal(r, 4, 4),)),
+        (_eigh_upper_spec, (lambda r: normal(r, 3, 3),)),
+        (_eigenvalues_spec, (lambda r: normal(r, 3, 3),)),
+        (_eigh_spec, (lambda r: normal(r, 2, 3, 3),)),  # a stack
+    ],
+    "numpy.linalg.svd": [
+        (_svd_square_spec, (lambda r: normal(r, 3, 3),)),
+        (_svd_spec, (lambda r: normal(r, 4, 3),)),  # tall
+        (_svd_spec, (lambda r: normal(r, 3, 5),)),  # wide
+        (lambda x: np.linalg.svd(x, compute_uv=False) * B[:3], (lambda r: normal(r, 3, 4),)),
+        (_svd_spec, (lambda r: normal(r, 2, 4, 3),)),  # a stack
+        (lambda x: np.linalg.svd(x, compute_uv=False) ** 2, (lambda r: normal(r, 2, 3, 2),)),
+    ],
+    "numpy.linalg.qr": [
+        (_qr_spec, (lambda r: normal(r, 3, 3),)),
+        (_qr_spec, (lambda r: normal(r, 4, 2),)),  # tall
+        (_qr_r_spec, (lambda r: normal(r, 4, 3),)),
+        (_qr_spec, (lambda r: normal(r, 2, 4, 3),)),  # a stack
+    ],
+    "numpy.linalg.lstsq": [  # (NumPy's takes one matrix a, no stacks)
+        (_lstsq_spec, (lambda r: normal(r, 5, 3), lambda r: normal(r, 5))),  # tall: least squares, residuals
+        (_lstsq_spec, (lambda r: normal(r, 4, 2), lambda r: normal(r, 4, 3))),
+        (_lstsq_solution_spec, (lambda r: normal(r, 2, 4), lambda r: normal(r, 2))),  # wide: the least norm solution
+        (_lstsq_solution_spec, (lambda r: wellposed(r, 3, 3), lambda r: normal(r, 3, 2))),
+    ],
+    "numpy.linalg.eig": [  # (a real spectrum: complex eigenvalues are refused)
+        (_eig_spec, (lambda r: real_spectrum(r, 3, 3),)),
+        (_eigenvalues_of_eig_spec, (lambda r: real_spectrum(r, 3, 3),)),
+        (_eig_spec, (lambda r: real_spectrum(r, 2, 3, 3),)),  # a stack
     ],
     # --- shape -------------------------------------------------------------------------
     "numpy.transpose": [(lambda x: np.transpose(x) * B, (lambda r: normal(r, 4, 3),))],
@@ -562,3 +690,8 @@ SPECS.update({
 from .specs_runtime import RUNTIME_SPECS  # noqa: E402
 
 SPECS.update(RUNTIME_SPECS)
+
+# (rule, spec index): specs checked to first order only, their rule's second derivative being
+# refused with an error (tests/rules/test_derivatives.py checks that): np.linalg.norm's orders
+# other than None, 'fro' and 2 for vectors
+FIRST_ORDER_SPECS = {("numpy.linalg.norm", i) for i in range(5, len(SPECS["numpy.linalg.norm"]))}

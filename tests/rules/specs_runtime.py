@@ -342,6 +342,9 @@ RUNTIME_SPECS = {
         (lambda g, x, a: rt.norm_grad(g, x, a, None, None, False), (scalar, lambda r: normal(r, 3, 4), lambda r: float(pos(r)))),
         (lambda g, x, a: rt.norm_grad(g, x, a, None, 0, True), (lambda r: normal(r, 1, 4), lambda r: normal(r, 3, 4), lambda r: pos(r, 1, 4))),
     ],
+    "srctrans.runtime.norm_ord_once": [
+        (lambda x: rt.norm_grad(1.0, x, np.linalg.norm(x, 2), rt.norm_ord_once(2, x, None), None, False), (lambda r: normal(r, 4),)),
+    ],
     "srctrans.runtime.logsumexp_grad": [
         (lambda g, x, a: rt.logsumexp_grad(g, x, a, 0, False, None), (lambda r: normal(r, 4), lambda r: normal(r, 3, 4), lambda r: normal(r, 4))),
         (lambda g, x, a: rt.logsumexp_grad(g, x, a, None, False, None), (scalar, lambda r: normal(r, 5), lambda r: float(normal(r)))),
@@ -371,6 +374,15 @@ RUNTIME_SPECS = {
     "srctrans.runtime.sym_half_tril": [
         (lambda m: rt.sym_half_tril(m) * m, (lambda r: normal(r, 3, 3),)),
         (lambda m: rt.sym_half_tril(m) * m, (lambda r: normal(r, 2, 3, 3),)),
+    ],
+    # --- linear algebra (issue 20) ---
+    "srctrans.runtime.put_block": [
+        (lambda x: rt.put_block(x, (0, 1)) * rt.put_block(x * x, (0, 1)), (lambda r: normal(r, 3, 2),)),
+        (lambda x: rt.put_block(x, (1, 1)) + rt.put_block(x, (0, 0)), (lambda r: normal(r, 2, 3, 3),)),
+    ],
+    "srctrans.runtime.block_of": [
+        (lambda m: rt.block_of(m, (0, 1)) * rt.block_of(m * m, (1, 0)), (lambda r: normal(r, 4, 6),)),
+        (lambda m: rt.block_of(m, (1, 1)) ** 2, (lambda r: normal(r, 2, 4, 4),)),
     ],
     "srctrans.runtime.slogdet_grad": [
         (lambda s, logdet, x: rt.slogdet_grad((s, logdet), x), (scalar, scalar, lambda r: normal(r, 3, 3) + 3.0 * np.eye(3))),

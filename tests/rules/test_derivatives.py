@@ -22,7 +22,7 @@ from srctrans.rules import derivatives
 from srctrans.rules.derivatives import DERIVATIVES, elementwise
 from srctrans.tree import tree_flatten, tree_map
 
-from .specs import SPECS, B, normal
+from .specs import FIRST_ORDER_SPECS, SPECS, B, normal
 
 # Rules whose derivative deliberately differs from central differences, tested elsewhere.
 # Rules checked elsewhere: a collective's derivative needs a batch of examples (pmap or vmap).
@@ -52,6 +52,12 @@ def test_every_rule_has_a_spec():
 # For the srctrans.runtime helpers, order 2 is the third derivative of the user's function.
 FIRST_ORDER_ONLY = {
     "srctrans.runtime.prod_grad_grad": "rt.prod_grad3",
+    "numpy.linalg.multi_dot": "rt.multi_dot_grad",
+    "numpy.linalg.eigh": "rt.eigh_grad",
+    "numpy.linalg.svd": "rt.svd_grad",
+    "numpy.linalg.qr": "rt.qr_grad",
+    "numpy.linalg.lstsq": "rt.lstsq_grad_a",
+    "numpy.linalg.eig": "rt.eig_grad",
 }
 
 
@@ -63,8 +69,15 @@ def _args(key, i, makers):
 @pytest.mark.parametrize("key,i,fn,makers", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_rule_matches_central_differences(key, i, fn, makers):
     """First and second order: the VJP, then the VJP of the generated adjoint file."""
-    order = 1 if key in FIRST_ORDER_ONLY else 2
+    order = 1 if key in FIRST_ORDER_ONLY or (key, i) in FIRST_ORDER_SPECS else 2
     srctrans.check_grads(fn, _args(key, i, makers), order=order, modes=("rev",))
+
+
+@pytest.mark.parametrize("key,i", sorted(FIRST_ORDER_SPECS))
+def test_a_second_derivative_refused_for_a_spec_is_refused_not_wrong(key, i):
+    fn, makers = SPECS[key][i]
+    with pytest.raises(NotImplementedError, match="differentiated once only"):
+        srctrans.check_grads(fn, _args(key, i, makers), order=2, modes=("rev",))
 
 
 @pytest.mark.parametrize("key", sorted(FIRST_ORDER_ONLY))
@@ -72,6 +85,27 @@ def test_second_order_without_a_rule_is_refused_not_wrong(key):
     fn, makers = SPECS[key][0]
     with pytest.raises(srctrans.NoDerivativeError, match=FIRST_ORDER_ONLY[key].replace("rt.", "srctrans.runtime.")):
         srctrans.check_grads(fn, _args(key, 0, makers), order=2, modes=("rev",))
+
+
+def _full_svd(x):
+    u, s, vt = np.linalg.svd(x)
+    return np.sum(u) + np.sum(s) + np.sum(vt)
+
+
+def test_the_svd_of_a_matrix_not_square_with_full_matrices_is_refused():
+    """The extra columns of a full u (rows of a full vt) are not unique: no derivative."""
+    with pytest.raises(NotImplementedError, match="full_matrices=False"):
+        srctrans.grad(_full_svd)(np.random.default_rng(0).standard_normal((4, 3)))
+
+
+def _eig_values(x):
+    w, _ = np.linalg.eig(x)
+    return np.sum(w)
+
+
+def test_eig_of_a_complex_spectrum_is_refused():
+    with pytest.raises(NotImplementedError, match="real eigenvalues only"):
+        srctrans.grad(_eig_values)(np.array([[0.0, 1.0], [-1.0, 0.0]]))
 
 
 def test_a_planted_wrong_rule_is_caught(monkeypatch):
@@ -178,10 +212,11 @@ def test_every_tangent_rule_covers_the_arguments_of_the_adjoint_rule():
 # linear algebra: rules that must hold matrix by matrix on stacks (..., n, n)
 STACKED = [
     k for k in DERIVATIVES
-    if k.startswith("numpy.linalg.") or k in ("numpy.matmul", "numpy.trace", "numpy.einsum")
+    # (np.linalg.multi_dot and lstsq take matrices and vectors only)
+    if (k.startswith("numpy.linalg.") and k not in ("numpy.linalg.multi_dot", "numpy.linalg.lstsq")) or k in ("numpy.matmul", "numpy.trace", "numpy.einsum")
     or k in {f"srctrans.runtime.{h}" for h in (
         "matmul dot dot_grad_x dot_grad_y slogdet_grad solve_grad_a solve_grad_b matrix_transpose half_tril half_tril_sym "
-        "sym_half_tril scale_matrices matrix_inner zeros_per_matrix trace_grad as_columns from_columns"
+        "sym_half_tril scale_matrices matrix_inner zeros_per_matrix trace_grad as_columns from_columns put_block block_of"
     ).split()}
 ]
 

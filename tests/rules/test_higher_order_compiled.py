@@ -129,3 +129,88 @@ def test_recurrences_compiled_along_an_axis():
         h = 1e-6
         want = (np.cumprod(a + h * b, axis) - np.cumprod(a - h * b, axis)) / (2 * h)
         np.testing.assert_allclose(rt.cumprod_jvp(b, a, np.cumprod(a, axis), axis), want, rtol=1e-7, atol=1e-9)
+
+
+# --- linear algebra (issue 20) ---
+
+
+def _matrix_power_pinv(x):
+    return np.sum(np.linalg.matrix_power(x, 3) * W) + np.sum(np.linalg.matrix_power(x, -2) * W.T) + np.sum(np.linalg.pinv(x[:2]) * W[:, :2])
+
+
+def test_matrix_power_and_pinv_rules_compiled():
+    """Their rules' matrix power of a 2 x 2 block matrix (rt.put_block, rt.block_of) and pinv's
+    products, compiled: first and second order as in plain Python."""
+    x = np.random.default_rng(5).standard_normal((3, 3)) + 3.0 * np.eye(3)
+    close(srctrans.jit(srctrans.grad(_matrix_power_pinv))(x), srctrans.grad(_matrix_power_pinv)(x))
+    _hessian_vector_products_agree(_matrix_power_pinv, (x,))
+
+
+def test_matrix_power_compiled_as_numpy_computes_it():
+    """numba_backend's np.linalg.matrix_power (Numba's own is typed optional): NumPy's products, on stacks too."""
+    import numba_backend.overloads  # noqa: F401
+
+    power = numba.njit(lambda a, n: np.linalg.matrix_power(a, n))
+    rng = np.random.default_rng(6)
+    for n in range(-3, 7):
+        for a in (rng.standard_normal((3, 3)) + 2.0 * np.eye(3), rng.standard_normal((2, 2, 3, 3)) + 2.0 * np.eye(3)):
+            np.testing.assert_allclose(power(a, n), np.linalg.matrix_power(a, n), rtol=1e-12, atol=1e-12)
+
+
+def _eigh(x):
+    w, v = np.linalg.eigh(x)
+    return np.sum(w * W[0]) + np.sum(v * W)
+
+
+def test_eigh_rules_compiled():
+    """eigh's adjoint and tangent (first order), compiled, in float64 and float32."""
+    x = np.random.default_rng(7).standard_normal((3, 3))
+    t = _tangents((x,), 8)
+    close(srctrans.jit(srctrans.grad(_eigh))(x), srctrans.grad(_eigh)(x))
+    close(srctrans.jvp(srctrans.jit(_eigh), (x,), t)[1], srctrans.jvp(_eigh, (x,), t)[1])
+    x32 = x.astype(np.float32)
+    got = srctrans.jit(srctrans.grad(_eigh))(x32)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, srctrans.grad(_eigh)(x), rtol=1e-3, atol=1e-4)
+
+
+def _svd(x):
+    u, s, vt = np.linalg.svd(x, full_matrices=False)
+    return np.sum(u * W[: u.shape[0], : u.shape[1]]) + np.sum(s * W[0, : s.shape[0]]) + np.sum(vt * W[: vt.shape[0], : vt.shape[1]])
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (3, 2), (2, 3)])
+def test_svd_rules_compiled(shape):
+    """svd's adjoint and tangent (first order), compiled: square, tall and wide."""
+    x = np.random.default_rng(9).standard_normal(shape)
+    t = _tangents((x,), 10)
+    close(srctrans.jit(srctrans.grad(_svd))(x), srctrans.grad(_svd)(x))
+    close(srctrans.jvp(srctrans.jit(_svd), (x,), t)[1], srctrans.jvp(_svd, (x,), t)[1])
+
+
+def _qr(x):
+    q, r = np.linalg.qr(x)
+    return np.sum(q * W[: q.shape[0], : q.shape[1]]) + np.sum(r * W[: r.shape[0], : r.shape[1]] ** 2)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (3, 2)])
+def test_qr_rules_compiled(shape):
+    """qr's adjoint and tangent (first order), compiled: square and tall."""
+    x = np.random.default_rng(11).standard_normal(shape)
+    t = _tangents((x,), 12)
+    close(srctrans.jit(srctrans.grad(_qr))(x), srctrans.grad(_qr)(x))
+    close(srctrans.jvp(srctrans.jit(_qr), (x,), t)[1], srctrans.jvp(_qr, (x,), t)[1])
+
+
+def _eig(x):
+    w, v = np.linalg.eig(x)
+    return np.sum(w * W[0]) + np.sum(v * W)
+
+
+def test_eig_rules_compiled():
+    """eig's adjoint and tangent for a real spectrum (first order), compiled."""
+    b = np.random.default_rng(13).standard_normal((3, 3)) + 3.0 * np.eye(3)
+    x = b @ np.diag([1.0, 2.5, -1.7]) @ np.linalg.inv(b)
+    t = _tangents((x,), 14)
+    close(srctrans.jit(srctrans.grad(_eig))(x), srctrans.grad(_eig)(x))
+    close(srctrans.jvp(srctrans.jit(_eig), (x,), t)[1], srctrans.jvp(_eig, (x,), t)[1])

@@ -1,0 +1,77 @@
+"""Python as people write it (issue 20 §2-§3): indexed tuples of library results and displays,
+grad of a non-scalar function, chained methods, ``np.r_``/``np.c_``, names that stop aliasing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srctrans
+
+from ..conftest import central_differences, module_from_text
+
+MODEL = '''
+import numpy as np
+
+
+def slogdet_indexed(a):
+    return np.linalg.slogdet(a)[1]
+
+
+def split_indexed(x):
+    return np.sum(np.split(x, 2)[0] ** 2) + np.sum(np.sin(np.split(x, [1, 3])[-1]))
+
+
+def slogdet_both_indexed(a):
+    return np.linalg.slogdet(a)[0] * np.linalg.slogdet(a * a)[-1]
+
+
+def tuple_display_indexed(x):
+    y = x * 2.0
+    t = (x, y)
+    return np.sum(t[0] * t[1])
+
+
+def list_display_indexed(x):
+    t = [x, np.sin(x)]
+    return np.sum(t[-1] ** 2 * t[0])
+
+
+def indexed_in_a_loop(x):
+    s = 0.0
+    for i in range(3):
+        parts = np.split(x * (i + 1.0), 2)
+        s = s + np.sum(parts[1] ** 2)
+    return s
+'''
+
+A = np.array([[2.0, 0.5, 0.1], [0.5, 3.0, 0.2], [0.3, 0.2, 1.5]])
+X = np.array([0.3, 0.7, -0.2, 1.1])
+
+
+@pytest.fixture(scope="module")
+def m(tmp_path_factory):
+    with module_from_text(tmp_path_factory.mktemp("written"), "pythonaswritten", MODEL) as module:
+        yield module
+
+
+INDEXED = [("slogdet_indexed", A), ("split_indexed", X), ("slogdet_both_indexed", A), ("tuple_display_indexed", X),
+           ("list_display_indexed", X), ("indexed_in_a_loop", X)]
+
+
+@pytest.mark.parametrize("name,arg", INDEXED, ids=[n for n, _ in INDEXED])
+def test_grad_jit_grad_and_jvp_of_an_indexed_tuple(m, name, arg):
+    f = getattr(m, name)
+    want = central_differences(f, (arg,), 0)
+    got = srctrans.grad(f)(arg)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(f))(arg), got, rtol=1e-12, atol=1e-14)
+    t = np.linspace(0.5, 1.5, arg.size).reshape(arg.shape)
+    value, tangent = srctrans.jvp(f, (arg,), (t,))
+    np.testing.assert_allclose(value, f(arg), rtol=1e-12)
+    np.testing.assert_allclose(tangent, np.sum(want * t), rtol=1e-6, atol=1e-8)
+
+
+def test_an_indexed_library_result_is_read_as_an_unpacking(m):
+    text = srctrans.grad(m.slogdet_indexed).source()
+    assert "_0, " in text and "slogdet" in text

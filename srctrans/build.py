@@ -343,9 +343,7 @@ def _normal(unit: _Unit, node: cst.FunctionDef, namespace) -> cst.FunctionDef:
     """A desugared function as the transformations read it: structured, in A-normal form, and
     tuples indexed with constants as unpackings (:mod:`srctrans.passes.indexed_results`)."""
     from .batching.loop import outputs_of
-    from .passes.indexed_results import index_results
-
-    from .passes.indexed_results import library_arity
+    from .passes.indexed_results import index_results, library_arity
 
     def arity(call: cst.Call) -> int | None:
         func = call.func

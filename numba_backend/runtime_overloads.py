@@ -492,9 +492,9 @@ def _k_var(out3, x3, gf, denom):
 
 # --- the overloads ------------------------------------------------------------------------
 
-_SEED_MSG = (
-    "grad requires a scalar output, got an array; use vjp for non-scalar outputs, "
-    "or reduce (e.g. with np.sum) first"
+_SEED_SHAPE = (  # as srctrans.runtime.grad_seed says it, around the shape
+    "grad requires a scalar output, got an array of shape (",
+    "); use vjp for non-scalar outputs, or reduce (e.g. with np.sum) first",
 )
 
 
@@ -515,11 +515,23 @@ def _ov_grad_seed(out):
             return lambda out: one
 
         def impl(out):
-            if out.size >= 0:  # always: a run-time raise keeps the float return type
-                raise TypeError(_SEED_MSG)
-            return 1.0
+            # always raises; the seed's type is the output's, so that the backward lines type
+            # as they would for that array, and the call raises this error, not a TypingError
+            if out.size >= 0:
+                shape = ", ".join([str(n) for n in out.shape]) + ("," if out.ndim == 1 else "")
+                raise TypeError(_SEED_SHAPE[0] + shape + _SEED_SHAPE[1])
+            return np.ones(out.shape)
 
         return impl
+    if isinstance(out, types.BaseTuple):
+        message = rt._seed_message(len(out))
+
+        def impl_tuple(out):
+            if len(out) >= 0:  # always
+                raise TypeError(message)
+            return 1.0
+
+        return impl_tuple
     raise TypingError(f"srctrans.runtime.grad_seed: expected a number or an array, got {out}")
 
 

@@ -188,6 +188,11 @@ class _Specialization:
             loc = None if found is None else (self.gen.meta.get("sources", {}).get(found[0], found[0]), found[1], found[2])
         else:
             loc = self.user_location(where)
+            if loc is None and str(err).startswith("grad requires a scalar output"):  # compiled: the seed's line
+                seeds = [n for n, text in enumerate(self.gen.text.splitlines(), 1) if "rt.grad_seed(" in text]
+                if len(seeds) == 1:
+                    where = seeds[0]
+                    loc = self.user_location(where)
         if not hasattr(err, "add_note"):  # pragma: no cover - Python 3.10
             return
         if loc is not None:

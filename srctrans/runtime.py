@@ -37,12 +37,22 @@ NUMPY_REWRITES: dict[str, str] = {
 
 def grad_seed(out):
     """The adjoint ``1.0`` of a scalar result; ``grad`` of a non-scalar result is an error."""
+    if isinstance(out, (tuple, list)):
+        raise TypeError(_seed_message(len(out), type(out).__name__))
     if np.ndim(out) != 0:
         raise TypeError(
             f"grad requires a scalar output, got an array of shape {np.shape(out)}; "
             "use vjp for non-scalar outputs, or reduce (e.g. with np.sum) first"
         )
     return np.ones_like(out, dtype=np.result_type(out, 1.0))[()] if isinstance(out, np.ndarray) else 1.0
+
+
+def _seed_message(count: int, kind: str = "tuple") -> str:
+    """What ``grad`` of a function that returns ``count`` values in a ``kind`` says."""
+    return (
+        f"grad requires a scalar output, got a {kind} of {count} values; return (output, aux) with "
+        "has_aux=True, use vjp for several outputs, or reduce (e.g. with np.sum) first"
+    )
 
 
 def zeros_like(x):

@@ -1303,7 +1303,7 @@ class Reverse:
                 self.contribute(value.value, self.seed_param, depth, block)
         elif isinstance(value, (cst.Tuple, cst.List)):
             if self.seed == "grad":  # not a scalar: grad_seed says so
-                self.emit(f"rt.grad_seed({code(value)})", depth)
+                self.emit(f"rt.grad_seed(({code(value)}))", depth)  # one argument, the tuple
                 return
             self._spread([el.value for el in value.elements], self.seed_param, "seed", depth, block)
 

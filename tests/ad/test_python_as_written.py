@@ -37,6 +37,22 @@ def list_display_indexed(x):
     return np.sum(t[-1] ** 2 * t[0])
 
 
+def doubled(x):
+    return x * 2.0
+
+
+def outer(x):
+    return np.outer(x, np.sin(x))
+
+
+def two_sums(x):
+    return np.sum(x), np.sum(x * x)
+
+
+def vector_with_aux(x):
+    return x * 2.0, np.sum(x)
+
+
 def indexed_in_a_loop(x):
     s = 0.0
     for i in range(3):
@@ -75,3 +91,29 @@ def test_grad_jit_grad_and_jvp_of_an_indexed_tuple(m, name, arg):
 def test_an_indexed_library_result_is_read_as_an_unpacking(m):
     text = srctrans.grad(m.slogdet_indexed).source()
     assert "_0, " in text and "slogdet" in text
+
+
+NON_SCALAR = [
+    ("grad", "doubled", "an array of shape \\(4,\\)"),
+    ("grad", "outer", "an array of shape \\(4, 4\\)"),
+    ("grad", "two_sums", "a tuple of 2 values; return \\(output, aux\\) with has_aux=True"),
+    ("value_and_grad", "doubled", "an array of shape \\(4,\\)"),
+    ("value_and_grad", "two_sums", "a tuple of 2 values"),
+    ("grad_aux", "vector_with_aux", "an array of shape \\(4,\\)"),
+]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["python", "jit"])
+@pytest.mark.parametrize("how,name,says", NON_SCALAR, ids=[f"{h}-{n}" for h, n, _ in NON_SCALAR])
+def test_grad_of_a_non_scalar_output_says_what_it_got(m, how, name, says, compiled):
+    """JAX: 'Gradient only defined for scalar-output functions. Output had shape: (3,)'. The
+    2-D output failed to compile under jit, and a tuple said 'grad_seed() takes 1 positional
+    argument but 2 were given'."""
+    f = getattr(m, name)
+    g = srctrans.grad(f, has_aux=True) if how == "grad_aux" else getattr(srctrans, how)(f)
+    if compiled:
+        g = srctrans.jit(g)
+    with pytest.raises(TypeError, match="grad requires a scalar output, got " + says) as info:
+        g(X)
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert f"pythonaswritten.py:{f.__code__.co_firstlineno + 1}" in notes  # the user's return line

@@ -886,7 +886,7 @@ def _ov_transpose_grad(g, axes=None):
     n = g.ndim
     if n == 0:
         return lambda g, axes=None: g.copy()
-    if _is_none(axes):
+    if _is_none(axes) or (isinstance(axes, types.BaseTuple) and len(axes) == 0):  # x.transpose(): axes ()
         rev = np.arange(n)[::-1].copy()
         return lambda g, axes=None: _transposed(g, rev)
     if not _is_int_seq(axes):

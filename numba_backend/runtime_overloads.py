@@ -2714,6 +2714,19 @@ def _ov_matrix_transpose(x):
     return lambda x: np.ascontiguousarray(x.transpose(axes))
 
 
+@overload(rt.c_column)
+def _ov_c_column(x):
+    if _is_scalar(x):
+        return lambda x: np.full((1, 1), x)
+    if not isinstance(x, types.Array):
+        raise TypingError(f"srctrans.runtime.c_column: x must be a number or an array, got {x}")
+    if x.ndim == 0:
+        return lambda x: np.full((1, 1), x[()])
+    if x.ndim == 1:
+        return lambda x: np.ascontiguousarray(x).reshape((x.shape[0], 1))
+    return lambda x: x
+
+
 @overload(rt.half_tril)
 def _ov_half_tril(m):
     _require_matrix("half_tril", m)

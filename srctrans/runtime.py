@@ -1150,5 +1150,17 @@ def matrix_transpose(x):
     return np.ascontiguousarray(np.swapaxes(x, -1, -2))
 
 
+def c_column(x):
+    """An item of ``np.c_[...]`` as NumPy joins it (desugar writes ``np.c_[a, b]`` as
+    ``np.concatenate((rt.c_column(a), rt.c_column(b)), axis=-1)``): a 1-D array as a column
+    ``(n, 1)``, a number as ``(1, 1)``, an array of two or more dimensions as it is."""
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return np.reshape(x, (1, 1))
+    if x.ndim == 1:
+        return np.reshape(x, (x.shape[0], 1))
+    return x
+
+
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).
 from .parallel.collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401

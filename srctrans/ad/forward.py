@@ -46,9 +46,11 @@ from .reverse import (
     check_vmapped_call,
     code,
     complex_names,
+    index_tricks,
     is_vmapped,
     refuse_complex,
     refuse_hidden_write,
+    refuse_index_trick,
     refuse_shared_write,
     refuse_view_update,
     shape_kind,
@@ -101,6 +103,7 @@ class Forward:
         self.file: str | None = None  # the user's line being transformed (origin comments)
         self.line: int | None = None
         self.analyzing = True
+        self.tricks = index_tricks(self.body, resolve)
         self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff, self._shape_only)
         # ``y[i] += v`` into a differentiated array: ``t = y[i]``, ``t1 = t + v``, ``y[i] = t1``
         lowered = _lower_updates(self.body, self.act.active, self.gen)
@@ -177,6 +180,7 @@ class Forward:
         if isinstance(value, cst.Attribute):
             return self._op(f"ndarray.{value.attr.value}", [value.value], {}, f".{value.attr.value}", [("value",)])
         if isinstance(value, cst.Subscript):
+            refuse_index_trick(self.tricks, value, self.line)
             return self._op("getitem", [value.value], {}, "indexing", [("value",)], partial=True)
         if isinstance(value, (cst.List, cst.Tuple)):
             if not value.elements:

@@ -73,6 +73,30 @@ def reshaped_raveled(a):
     return np.sum(np.cos(a.reshape(3, 2).ravel()) * np.arange(6.0))
 
 
+def r_of_arrays(x):
+    return np.sum(np.r_[x, x * 2] ** 2 * np.arange(8.0))
+
+
+def r_of_slices_of_x(x):
+    return np.sum(np.r_[x[1:], x[:2]] ** 3)
+
+
+def c_of_arrays(x):
+    return np.sum(np.c_[x, x * 2] ** 2 * np.arange(8.0).reshape(4, 2))
+
+
+def r_with_numbers_and_ranges(x):
+    return np.sum(np.r_[0:4] * x) + np.sum(np.r_[x, 1.0, 0:2, 0:1:3j] ** 2 * np.arange(10.0))
+
+
+def c_with_a_matrix_and_a_range(x):
+    return np.sum(np.c_[np.outer(x, x), np.sin(x), 0:4] * np.arange(24.0).reshape(4, 6))
+
+
+def r_with_a_directive(x):
+    return np.sum(np.r_['0,2', x, x] ** 2)
+
+
 def indexed_in_a_loop(x):
     s = 0.0
     for i in range(3):
@@ -156,3 +180,34 @@ def test_chained_methods_are_differentiated(m, name):
         np.testing.assert_allclose(srctrans.jit(srctrans.grad(f))(B), got, rtol=1e-12, atol=1e-14)
     t = np.linspace(0.5, 1.5, B.size).reshape(B.shape)
     np.testing.assert_allclose(srctrans.jvp(f, (B,), (t,))[1], np.sum(want * t), rtol=1e-6, atol=1e-8)
+
+
+JOINED = ["r_of_arrays", "r_of_slices_of_x", "c_of_arrays", "r_with_numbers_and_ranges", "c_with_a_matrix_and_a_range"]
+
+
+@pytest.mark.parametrize("name", JOINED)
+def test_r_and_c_are_differentiated(m, name):
+    """np.r_[x, x * 2] said 'no derivative rule for getitem with respect to its argument 2',
+    and jit could not compile np.r_ at all; both become np.concatenate."""
+    f = getattr(m, name)
+    want = central_differences(f, (X,), 0)
+    got = srctrans.grad(f)(X)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(f))(X), got, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(srctrans.jit(f)(X), f(X), rtol=1e-12)
+    np.testing.assert_allclose(srctrans.jvp(f, (X,), (np.ones(4),))[1], np.sum(want), rtol=1e-6, atol=1e-8)
+    xs = np.stack([X, 2.0 * X])
+    np.testing.assert_allclose(srctrans.vmap(f)(xs), [f(x) for x in xs], rtol=1e-12)
+    np.testing.assert_allclose(
+        srctrans.vmap(srctrans.grad(f))(xs), [central_differences(f, (x,), 0) for x in xs], rtol=1e-6, atol=1e-8
+    )
+
+
+@pytest.mark.parametrize("how", ["grad", "jvp"])
+def test_r_with_a_string_directive_is_refused_where_it_is(m, how):
+    """jvp gave a zero tangent; grad said 'cannot differentiate through ('0,2', x, x) written
+    inside the call'."""
+    f = m.r_with_a_directive
+    with pytest.raises(srctrans.errors.UnsupportedSyntaxError, match="np.r_\\[...\\] with a string directive") as info:
+        srctrans.grad(f)(X) if how == "grad" else srctrans.jvp(f, (X,), (np.ones(4),))
+    assert f"pythonaswritten.py:{f.__code__.co_firstlineno + 1}:" in str(info.value)

@@ -16,6 +16,10 @@ Output contract (what holds after this pass, and nothing else changes):
    array in place, and must keep doing so).
 6. A NumPy ufunc's ``out=`` is passed by position when every input is:
    ``np.add(a, b, out=c)`` -> ``np.add(a, b, c)`` (Numba takes it so only).
+7. ``np.r_[...]`` and ``np.c_[...]`` of values and ranges are ``np.concatenate`` calls:
+   ``np.r_[a, 0:3]`` -> ``np.concatenate((np.atleast_1d(a), np.arange(0, 3)))``,
+   ``np.c_[a, b]`` -> ``np.concatenate((rt.c_column(a), rt.c_column(b)), axis=-1)``
+   (``lo:hi:nj`` is ``np.linspace(lo, hi, n)``); a string directive stays as written.
 
 Every statement keeps its leading comments; a statement that becomes several
 gives them to the first.

@@ -114,6 +114,7 @@ class Forward:
         facts = array_facts(self.body, self.params, self.resolve)
         self.mutated, self.aliased, self.views = facts.mutated, facts.aliased, facts.views
         self.slice_views, self.view_checks = facts.certain_views, facts.view_checks
+        self.own_updates = facts.own_updates
         self.complex_names = complex_names(self.body, self.resolve)
         self.dot_names: dict[str, str] = {}
         self.lines: list[str] = []
@@ -386,7 +387,8 @@ class Forward:
             return
         if isinstance(small, cst.AugAssign):
             if isinstance(small.target, cst.Name):  # a new value, never an update in place
-                refuse_view_update(small, self.slice_views, self.aliased, self.line)
+                if id(small) not in self.own_updates:  # y = y * a; y += v: y's own array
+                    refuse_view_update(small, self.slice_views, self.aliased, self.line)
                 for check in view_update_check(small, self.view_checks, self.slice_views, self.file, self.line):
                     self.emit(check, depth)
                 small = cst.Assign(
@@ -410,7 +412,7 @@ class Forward:
         if isinstance(target, cst.Subscript):
             self.emit(primal, depth)
             base = target.value.value if isinstance(target.value, cst.Name) else None
-            if base in self.act.active:
+            if base in self.act.active and id(small) not in self.own_updates:
                 refuse_shared_write(base, self.views, self.aliased, self.line)
             if base is not None and self.needed(base):
                 value = small.value

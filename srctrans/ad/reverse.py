@@ -218,6 +218,7 @@ class Reverse:
         facts = array_facts(self.body, self.params, self.resolve)
         self.mutated, self.aliased, self.views = facts.mutated, facts.aliased, facts.views
         self.slice_views, self.view_checks = facts.certain_views, facts.view_checks
+        self.own_updates = facts.own_updates
         self.complex_names = complex_names(self.body, self.resolve)
         self.mutated |= self._passed_to_writers()
         self.written_params = [p for p in self.params if p in self.mutated and p in self.act.active]
@@ -638,7 +639,8 @@ class Reverse:
                 if base is not None:
                     self.assigned(base, block)
                 return
-            refuse_view_update(small, self.slice_views, self.aliased, self.line)
+            if id(small) not in self.own_updates:  # y = y * a; y += v: y's own array
+                refuse_view_update(small, self.slice_views, self.aliased, self.line)
             small = _aug_to_assign(small)
         refuse_hidden_write(small, self.act.active, self.resolve, self.line)
         if not isinstance(small, cst.Assign):
@@ -648,7 +650,7 @@ class Reverse:
             base = target.value.value if isinstance(target.value, cst.Name) else None
             if base in self.useful:
                 refuse_complex(small.value, self.line, self.complex_names, self.resolve)
-            if base in self.act.active:
+            if base in self.act.active and id(small) not in self.own_updates:
                 refuse_shared_write(base, self.views, self.aliased, self.line)
             if base in self.useful:
                 self._plan_setitem(small, target, base, block, sid)

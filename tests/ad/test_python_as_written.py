@@ -97,6 +97,46 @@ def r_with_a_directive(x):
     return np.sum(np.r_['0,2', x, x] ** 2)
 
 
+def rebound_then_updated(a):
+    y = a
+    y = y * y
+    y = y * a
+    y /= 3.0
+    return np.sum(y)
+
+
+def slice_rebound_then_updated(a):
+    y = a[1:]
+    y = y * 2.0
+    y += 1.0
+    return np.sum(y * y)
+
+
+def transposed_rebound_then_written(a):
+    b = a * 1.0
+    y = b.T
+    y = np.sin(y)
+    y *= 3.0
+    y[0] = 2.0
+    b[1] = 5.0
+    return np.sum(y * b)
+
+
+def alias_updated(a):
+    y = a * 1.0
+    z = y
+    y /= 3.0
+    return np.sum(y * z)
+
+
+def alias_updated_after_the_other_is_rebound(a):
+    b = a * 1.0
+    y = b
+    b += 1.0
+    y = y * y
+    return np.sum(y * b)
+
+
 def indexed_in_a_loop(x):
     s = 0.0
     for i in range(3):
@@ -211,3 +251,26 @@ def test_r_with_a_string_directive_is_refused_where_it_is(m, how):
     with pytest.raises(srctrans.errors.UnsupportedSyntaxError, match="np.r_\\[...\\] with a string directive") as info:
         srctrans.grad(f)(X) if how == "grad" else srctrans.jvp(f, (X,), (np.ones(4),))
     assert f"pythonaswritten.py:{f.__code__.co_firstlineno + 1}:" in str(info.value)
+
+
+OWN = ["rebound_then_updated", "slice_rebound_then_updated", "transposed_rebound_then_written"]
+
+
+@pytest.mark.parametrize("name", OWN)
+def test_an_update_after_the_name_has_an_array_of_its_own(m, name):
+    """``y = a; y = y * y; y = y * a; y /= 3.0`` was refused ('y /= ... updates an array another
+    name also refers to') although from ``y = y * y`` on ``y`` no longer shares ``a``'s array."""
+    f = getattr(m, name)
+    want = central_differences(f, (X,), 0)
+    got = srctrans.grad(f)(X.copy())
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(srctrans.jit(srctrans.grad(f))(X.copy()), got, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(srctrans.jvp(f, (X.copy(),), (np.ones(4),))[1], np.sum(want), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["alias_updated", "alias_updated_after_the_other_is_rebound"])
+@pytest.mark.parametrize("how", ["grad", "jvp"])
+def test_an_update_of_a_shared_array_is_still_refused(m, name, how):
+    f = getattr(m, name)
+    with pytest.raises(srctrans.errors.UnsupportedSyntaxError, match="updates an array another name also refers to"):
+        srctrans.grad(f)(X.copy()) if how == "grad" else srctrans.jvp(f, (X.copy(),), (np.ones(4),))

@@ -172,6 +172,16 @@ def test_grad_jit_grad_and_jvp_of_an_indexed_tuple(m, name, arg):
     np.testing.assert_allclose(tangent, np.sum(want * t), rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("name", ["split_indexed", "list_display_indexed"])
+def test_vmap_of_an_indexed_tuple(m, name):
+    f = getattr(m, name)
+    xs = np.stack([X, 2.0 * X, -X])
+    np.testing.assert_allclose(srctrans.vmap(f)(xs), [f(x) for x in xs], rtol=1e-12)
+    np.testing.assert_allclose(
+        srctrans.vmap(srctrans.grad(f))(xs), [central_differences(f, (x,), 0) for x in xs], rtol=1e-6, atol=1e-8
+    )
+
+
 def test_an_indexed_library_result_is_read_as_an_unpacking(m):
     text = srctrans.grad(m.slogdet_indexed).source()
     assert "_0, " in text and "slogdet" in text

@@ -241,7 +241,8 @@ def _indexable(x):
     """``x``, an array whose elements' adjoints can be added up; a tuple or list is refused."""
     if isinstance(x, (tuple, list)):
         raise TypeError(
-            "srctrans: indexing a tuple or list of differentiated values is not differentiated; "
+            "srctrans: indexing a tuple or list of differentiated values is differentiated where the "
+            "index is a number written out (t[0], t[-1]) and t is read only so; here it is not: "
             "unpack it instead (a, b = t)"
         )
     return x

@@ -6,9 +6,9 @@ reads ``t1 = pair(x)``, ``t2 = t1[1]``, ``t3 = np.sum(t2)``. Output contract: fo
 ``t`` that one statement assigns, with a call of a function of yours that returns a tuple of
 the same length ``N`` at every ``return`` (or of a library function returning ``N`` arrays,
 :func:`library_arity`; or a display ``(x, y)``/``[x, y]`` of ``N`` elements), and that the
-function reads only as ``t[k]`` (``k``
-an integer literal, ``-N <= k < N``): the line ``t_0, t_1 = t`` follows ``t = pair(x)``
-(fresh names), and each ``u = t[k]`` reads ``u = t_k``. Nothing else changes.
+function reads only as ``t[k]`` (``k`` an integer literal, ``-N <= k < N``, at least once)
+and ``len(t)``: the line ``t_0, t_1 = t`` follows ``t = pair(x)`` (fresh names), each
+``u = t[k]`` reads ``u = t_k`` and each ``u = len(t)`` reads ``u = N``. Nothing else changes.
 
 Reverse mode, forward mode and vmap handle the unpacking (a tuple's adjoint is the tuple of
 its parts' adjoints) where an index into a tuple has no rule.
@@ -34,6 +34,21 @@ def _index(sub: cst.Subscript) -> int | None:
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
         sign, value = -1, value.expression
     return sign * int(value.value) if isinstance(value, cst.Integer) else None
+
+
+def _len_of(value: cst.BaseExpression) -> str | None:
+    """``t`` of ``len(t)``, else None."""
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value == "len"
+        and len(value.args) == 1
+        and isinstance(value.args[0].value, cst.Name)
+        and not value.args[0].star
+        and value.args[0].keyword is None
+    ):
+        return value.args[0].value.value
+    return None
 
 
 def _display_length(value: cst.Tuple | cst.List) -> int | None:
@@ -124,6 +139,7 @@ def index_results(node: cst.FunctionDef, arity: Callable[[cst.Call], int | None]
     values: dict[str, cst.BaseExpression] = {}  # name -> the value of an assignment to it alone
     reads: Counter = Counter()
     indexed: dict[str, list[int]] = {}
+    lengths: Counter = Counter()  # name -> how many ``u = len(t)`` read it
 
     class Facts(cst.CSTVisitor):
         def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
@@ -140,6 +156,9 @@ def index_results(node: cst.FunctionDef, arity: Callable[[cst.Call], int | None]
                 k = _index(n.value)
                 if k is not None:
                     indexed.setdefault(n.value.value.value, []).append(k)
+            measured = _len_of(n.value)
+            if measured is not None:
+                lengths[measured] += 1
 
         def visit_AugAssign(self, n: cst.AugAssign) -> None:
             for name in targets_of(n.target):
@@ -181,8 +200,9 @@ def index_results(node: cst.FunctionDef, arity: Callable[[cst.Call], int | None]
     chosen: dict[str, int] = {}
     for name, count in calls.items():
         ks = indexed.get(name, [])
-        # every read is an index (reads counts the target once, and each t[k] once)
-        if assigned[name] == 1 and ks and reads[name] == 1 + len(ks) and all(-count <= k < count for k in ks):
+        # every read is an index or a len (reads counts the target once, each t[k] and len(t) once)
+        whole = 1 + len(ks) + lengths[name]
+        if assigned[name] == 1 and ks and reads[name] == whole and all(-count <= k < count for k in ks):
             chosen[name] = count
     if not chosen:
         return node
@@ -195,6 +215,9 @@ def index_results(node: cst.FunctionDef, arity: Callable[[cst.Call], int | None]
 
         def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
             value = updated.value
+            measured = _len_of(value)
+            if measured in parts:
+                return updated.with_changes(value=cst.Integer(str(len(parts[measured]))))
             if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) and value.value.value in parts:
                 names = parts[value.value.value]
                 return updated.with_changes(value=cst.Name(names[_index(value) % len(names)]))

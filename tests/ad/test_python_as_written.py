@@ -22,6 +22,11 @@ def split_indexed(x):
     return np.sum(np.split(x, 2)[0] ** 2) + np.sum(np.sin(np.split(x, [1, 3])[-1]))
 
 
+def split_indexed_and_measured(x):
+    parts = np.split(x, 2)
+    return np.sum(parts[0] ** 2) * len(parts) + np.sum(np.cos(parts[-1]))
+
+
 def slogdet_both_indexed(a):
     return np.linalg.slogdet(a)[0] * np.linalg.slogdet(a * a)[-1]
 
@@ -155,7 +160,7 @@ def m(tmp_path_factory):
         yield module
 
 
-INDEXED = [("slogdet_indexed", A), ("split_indexed", X), ("slogdet_both_indexed", A), ("tuple_display_indexed", X),
+INDEXED = [("slogdet_indexed", A), ("split_indexed", X), ("slogdet_both_indexed", A), ("tuple_display_indexed", X), ("split_indexed_and_measured", X),
            ("list_display_indexed", X), ("indexed_in_a_loop", X)]
 
 

@@ -203,6 +203,11 @@ class _Specialization:
                 f"raised by compiled code from {target}; to see the line, run it uncompiled with "
                 "srctrans.config.update('disable_jit', True) or SRCTRANS_DISABLE_JIT=1"
             )
+            if isinstance(err, NotImplementedError) and str(err) == "incompatible shape for array":
+                err.add_note(  # Numba's reshape of an array that is not C-contiguous (a.T.reshape(2, -1))
+                    "Numba reshapes only C-contiguous arrays (NumPy copies the others): write "
+                    "np.ascontiguousarray(a.T).reshape(...) for a transposed or strided a"
+                )
 
 
 class Jitted:

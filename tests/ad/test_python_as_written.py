@@ -289,3 +289,10 @@ def test_an_update_of_a_shared_array_is_still_refused(m, name, how):
     f = getattr(m, name)
     with pytest.raises(srctrans.errors.UnsupportedSyntaxError, match="updates an array another name also refers to"):
         srctrans.grad(f)(X.copy()) if how == "grad" else srctrans.jvp(f, (X.copy(),), (np.ones(4),))
+
+
+def test_jit_of_a_transposed_reshape_says_what_numba_wants(m):
+    """Numba refuses to reshape a.T (NumPy copies it); the error says how to write it."""
+    with pytest.raises(NotImplementedError) as info:
+        srctrans.jit(srctrans.grad(m.transposed_reshaped))(B)
+    assert "np.ascontiguousarray(a.T).reshape" in "\n".join(info.value.__notes__)

@@ -11,7 +11,7 @@ under ``numba.njit``. It owns:
   mixed dtypes;
 - ``np.einsum`` with a constant subscripts string (no ``...``), ``np.tensordot`` and
   ``np.inner`` (1-D and 2-D);
-- ``np.squeeze`` and ``ndarray.squeeze`` with ``axis=``; ``np.tile``;
+- ``np.squeeze`` and ``ndarray.squeeze`` with ``axis=``; ``np.tile``; ``np.atleast_1d`` of a number;
 - lists of arrays (``[a, b]`` or built with ``.append``) passed to ``np.stack``,
   ``np.concatenate``, ``np.hstack``, ``np.vstack`` and ``np.array``;
 - ``ufunc.at`` for ``np.add``, ``np.subtract``, ``np.multiply``, ``np.maximum``,
@@ -1333,6 +1333,14 @@ def _tile_runner(ndim: int, n_reps: int) -> Callable:
         return out
 
     return run
+
+
+@overload(np.atleast_1d)
+def _ov_atleast_1d(x):
+    """``np.atleast_1d`` of a number (Numba's takes arrays only): what ``np.r_[x, 1.0]`` reads."""
+    if isinstance(x, (types.Number, types.Boolean)):
+        return lambda x: np.full(1, x)
+    raise TypingError(f"np.atleast_1d: expected a number, got {x}")
 
 
 @overload(np.tile)

@@ -492,9 +492,9 @@ def _k_var(out3, x3, gf, denom):
 
 # --- the overloads ------------------------------------------------------------------------
 
-_SEED_MSG = (
-    "grad requires a scalar output, got an array; use vjp for non-scalar outputs, "
-    "or reduce (e.g. with np.sum) first"
+_SEED_SHAPE = (  # as srctrans.runtime.grad_seed says it, around the shape
+    "grad requires a scalar output, got an array of shape (",
+    "); use vjp for non-scalar outputs, or reduce (e.g. with np.sum) first",
 )
 
 
@@ -515,11 +515,23 @@ def _ov_grad_seed(out):
             return lambda out: one
 
         def impl(out):
-            if out.size >= 0:  # always: a run-time raise keeps the float return type
-                raise TypeError(_SEED_MSG)
-            return 1.0
+            # always raises; the seed's type is the output's, so that the backward lines type
+            # as they would for that array, and the call raises this error, not a TypingError
+            if out.size >= 0:
+                shape = ", ".join([str(n) for n in out.shape]) + ("," if out.ndim == 1 else "")
+                raise TypeError(_SEED_SHAPE[0] + shape + _SEED_SHAPE[1])
+            return np.ones(out.shape)
 
         return impl
+    if isinstance(out, types.BaseTuple):
+        message = rt._seed_message(len(out))
+
+        def impl_tuple(out):
+            if len(out) >= 0:  # always
+                raise TypeError(message)
+            return 1.0
+
+        return impl_tuple
     raise TypingError(f"srctrans.runtime.grad_seed: expected a number or an array, got {out}")
 
 
@@ -935,7 +947,7 @@ def _ov_transpose_grad(g, axes=None):
     n = g.ndim
     if n == 0:
         return lambda g, axes=None: g.copy()
-    if _is_none(axes):
+    if _is_none(axes) or (isinstance(axes, types.BaseTuple) and len(axes) == 0):  # x.transpose(): axes ()
         rev = np.arange(n)[::-1].copy()
         return lambda g, axes=None: _transposed(g, rev)
     if not _is_int_seq(axes):
@@ -3305,6 +3317,19 @@ def _ov_matrix_transpose(x):
         return lambda x: np.ascontiguousarray(x.T)  # a C array, as an adjoint must be
     axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
     return lambda x: np.ascontiguousarray(x.transpose(axes))
+
+
+@overload(rt.c_column)
+def _ov_c_column(x):
+    if _is_scalar(x):
+        return lambda x: np.full((1, 1), x)
+    if not isinstance(x, types.Array):
+        raise TypingError(f"srctrans.runtime.c_column: x must be a number or an array, got {x}")
+    if x.ndim == 0:
+        return lambda x: np.full((1, 1), x[()])
+    if x.ndim == 1:
+        return lambda x: np.ascontiguousarray(x).reshape((x.shape[0], 1))
+    return lambda x: x
 
 
 @overload(rt.half_tril)

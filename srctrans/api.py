@@ -188,6 +188,11 @@ class _Specialization:
             loc = None if found is None else (self.gen.meta.get("sources", {}).get(found[0], found[0]), found[1], found[2])
         else:
             loc = self.user_location(where)
+            if loc is None and str(err).startswith("grad requires a scalar output"):  # compiled: the seed's line
+                seeds = [n for n, text in enumerate(self.gen.text.splitlines(), 1) if "rt.grad_seed(" in text]
+                if len(seeds) == 1:
+                    where = seeds[0]
+                    loc = self.user_location(where)
         if not hasattr(err, "add_note"):  # pragma: no cover - Python 3.10
             return
         if loc is not None:
@@ -198,6 +203,11 @@ class _Specialization:
                 f"raised by compiled code from {target}; to see the line, run it uncompiled with "
                 "srctrans.config.update('disable_jit', True) or SRCTRANS_DISABLE_JIT=1"
             )
+            if isinstance(err, NotImplementedError) and str(err) == "incompatible shape for array":
+                err.add_note(  # Numba's reshape of an array that is not C-contiguous (a.T.reshape(2, -1))
+                    "Numba reshapes only C-contiguous arrays (NumPy copies the others): write "
+                    "np.ascontiguousarray(a.T).reshape(...) for a transposed or strided a"
+                )
 
 
 class Jitted:

@@ -341,20 +341,26 @@ def _show_command(source: str, title_fn: str, transform) -> str:
 
 def _normal(unit: _Unit, node: cst.FunctionDef, namespace) -> cst.FunctionDef:
     """A desugared function as the transformations read it: structured, in A-normal form, and
-    tuples your functions return indexed as unpackings (:mod:`srctrans.passes.indexed_results`)."""
+    tuples indexed with constants as unpackings (:mod:`srctrans.passes.indexed_results`)."""
     from .batching.loop import outputs_of
-    from .passes.indexed_results import index_results
+    from .passes.indexed_results import index_results, library_arity
 
-    def arity(func: cst.BaseExpression) -> int | None:
+    def arity(call: cst.Call) -> int | None:
+        func = call.func
         binding = unit.bindings.get(func.value) if isinstance(func, cst.Name) else None
         if binding is None or binding.kind != "callee":
-            return None
+            return library_arity(resolve(func), call)
         try:
             return outputs_of(parse_function(capture(binding.value)).node)
         except Exception:  # noqa: BLE001 -- a callee srctrans cannot read is not unpacked here
             return None
 
-    return index_results(anf(_structured(unit, node), frozenset(namespace)), arity)
+    normal = anf(_structured(unit, node), frozenset(namespace))
+    resolve = _resolver(unit, normal, _numpy_name(namespace), _NORMAL_LOCAL)
+    return index_results(normal, arity)
+
+
+_NORMAL_LOCAL = object()  # what ``_normal``'s resolver returns for the function's own names
 
 
 def desugared(unit: _Unit, np_name: str) -> cst.FunctionDef:

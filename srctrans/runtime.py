@@ -37,12 +37,22 @@ NUMPY_REWRITES: dict[str, str] = {
 
 def grad_seed(out):
     """The adjoint ``1.0`` of a scalar result; ``grad`` of a non-scalar result is an error."""
+    if isinstance(out, (tuple, list)):
+        raise TypeError(_seed_message(len(out), type(out).__name__))
     if np.ndim(out) != 0:
         raise TypeError(
             f"grad requires a scalar output, got an array of shape {np.shape(out)}; "
             "use vjp for non-scalar outputs, or reduce (e.g. with np.sum) first"
         )
     return np.ones_like(out, dtype=np.result_type(out, 1.0))[()] if isinstance(out, np.ndarray) else 1.0
+
+
+def _seed_message(count: int, kind: str = "tuple") -> str:
+    """What ``grad`` of a function that returns ``count`` values in a ``kind`` says."""
+    return (
+        f"grad requires a scalar output, got a {kind} of {count} values; return (output, aux) with "
+        "has_aux=True, use vjp for several outputs, or reduce (e.g. with np.sum) first"
+    )
 
 
 def zeros_like(x):
@@ -231,7 +241,8 @@ def _indexable(x):
     """``x``, an array whose elements' adjoints can be added up; a tuple or list is refused."""
     if isinstance(x, (tuple, list)):
         raise TypeError(
-            "srctrans: indexing a tuple or list of differentiated values is not differentiated; "
+            "srctrans: indexing a tuple or list of differentiated values is differentiated where the "
+            "index is a number written out (t[0], t[-1]) and t is read only so; here it is not: "
             "unpack it instead (a, b = t)"
         )
     return x
@@ -1549,6 +1560,18 @@ def eig_jvp(t, ans):
     dv = v @ _times_gaps(w, p)
     dv = dv - v * np.expand_dims(np.sum(v * dv, axis=-2), -2)
     return np.diagonal(p, axis1=-2, axis2=-1).copy(), dv
+
+
+def c_column(x):
+    """An item of ``np.c_[...]`` as NumPy joins it (desugar writes ``np.c_[a, b]`` as
+    ``np.concatenate((rt.c_column(a), rt.c_column(b)), axis=-1)``): a 1-D array as a column
+    ``(n, 1)``, a number as ``(1, 1)``, an array of two or more dimensions as it is."""
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return np.reshape(x, (1, 1))
+    if x.ndim == 1:
+        return np.reshape(x, (x.shape[0], 1))
+    return x
 
 
 # Adjoint files call the collectives as rt.psum, rt.pmean ... (derivative rules name np, rt and math only).

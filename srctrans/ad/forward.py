@@ -46,9 +46,11 @@ from .reverse import (
     check_vmapped_call,
     code,
     complex_names,
+    index_tricks,
     is_vmapped,
     refuse_complex,
     refuse_hidden_write,
+    refuse_index_trick,
     refuse_shared_write,
     refuse_view_update,
     shape_kind,
@@ -101,6 +103,7 @@ class Forward:
         self.file: str | None = None  # the user's line being transformed (origin comments)
         self.line: int | None = None
         self.analyzing = True
+        self.tricks = index_tricks(self.body, resolve)
         self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff, self._shape_only)
         # ``y[i] += v`` into a differentiated array: ``t = y[i]``, ``t1 = t + v``, ``y[i] = t1``
         lowered = _lower_updates(self.body, self.act.active, self.gen)
@@ -111,6 +114,7 @@ class Forward:
         facts = array_facts(self.body, self.params, self.resolve)
         self.mutated, self.aliased, self.views = facts.mutated, facts.aliased, facts.views
         self.slice_views, self.view_checks = facts.certain_views, facts.view_checks
+        self.own_updates = facts.own_updates
         self.complex_names = complex_names(self.body, self.resolve)
         self.dot_names: dict[str, str] = {}
         self.lines: list[str] = []
@@ -177,6 +181,7 @@ class Forward:
         if isinstance(value, cst.Attribute):
             return self._op(f"ndarray.{value.attr.value}", [value.value], {}, f".{value.attr.value}", [("value",)])
         if isinstance(value, cst.Subscript):
+            refuse_index_trick(self.tricks, value, self.line)
             return self._op("getitem", [value.value], {}, "indexing", [("value",)], partial=True)
         if isinstance(value, (cst.List, cst.Tuple)):
             if not value.elements:
@@ -382,7 +387,8 @@ class Forward:
             return
         if isinstance(small, cst.AugAssign):
             if isinstance(small.target, cst.Name):  # a new value, never an update in place
-                refuse_view_update(small, self.slice_views, self.aliased, self.line)
+                if id(small) not in self.own_updates:  # y = y * a; y += v: y's own array
+                    refuse_view_update(small, self.slice_views, self.aliased, self.line)
                 for check in view_update_check(small, self.view_checks, self.slice_views, self.file, self.line):
                     self.emit(check, depth)
                 small = cst.Assign(
@@ -406,7 +412,7 @@ class Forward:
         if isinstance(target, cst.Subscript):
             self.emit(primal, depth)
             base = target.value.value if isinstance(target.value, cst.Name) else None
-            if base in self.act.active:
+            if base in self.act.active and id(small) not in self.own_updates:
                 refuse_shared_write(base, self.views, self.aliased, self.line)
             if base is not None and self.needed(base):
                 value = small.value

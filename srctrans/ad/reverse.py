@@ -85,6 +85,40 @@ class NotDifferentiable(Exception):
         self.hint = hint
 
 
+def index_tricks(body: list, resolve) -> dict[str, str]:
+    """``{"t1": "r_"}`` for each ``t1 = np.r_`` (or ``np.c_``) in A-normal form: what
+    desugar did not write as ``np.concatenate`` (a string directive, ``np.r_['0,2', a, b]``)."""
+    import numpy
+
+    found: dict[str, str] = {}
+
+    class Find(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            target = node.targets[0].target
+            if len(node.targets) == 1 and isinstance(target, cst.Name) and isinstance(node.value, cst.Attribute):
+                value = resolve(node.value)
+                for name in ("r_", "c_"):
+                    if value is not None and value is getattr(numpy, name, None):
+                        found[target.value] = name
+
+    for stmt in body:
+        stmt.visit(Find())
+    return found
+
+
+def refuse_index_trick(tricks: dict[str, str], value: cst.Subscript, line: int | None) -> None:
+    """Refuse ``t1[...]`` where ``t1 = np.r_`` (see :func:`index_tricks`): its key holds the
+    values, which indexing gives no derivative (jvp's tangent was zero)."""
+    base = value.value
+    if isinstance(base, cst.Name) and base.value in tricks:
+        raise NotDifferentiable(
+            f"np.{tricks[base.value]}[...] with a string directive ('0,2', 'r', 'c') or a step held in a name "
+            "is not differentiated",
+            line,
+            "write it with np.concatenate, np.stack or np.expand_dims",
+        )
+
+
 @dataclass
 class _Save:
     """How one value reaches the backward sweep: a copy (``snap``) or a tape, and where it is saved."""
@@ -156,6 +190,7 @@ class Reverse:
         self.ops: dict[int, Op] = {}
         self.file = self.line = None  # the user's line being transformed (origin comments)
         self.analyzing = True  # while analyzing, looking at a callee must not ask for its adjoint
+        self.tricks = index_tricks(self.body, resolve)
         self.act: Activity = analyze(self.body, self.params, set(wrt), self._is_nondiff)
         # ``y[i] += v`` into a differentiated array: ``t = y[i]``, ``t1 = t + v``, ``y[i] = t1``
         lowered = _lower_updates(self.body, self.act.active, self.gen)
@@ -183,6 +218,7 @@ class Reverse:
         facts = array_facts(self.body, self.params, self.resolve)
         self.mutated, self.aliased, self.views = facts.mutated, facts.aliased, facts.views
         self.slice_views, self.view_checks = facts.certain_views, facts.view_checks
+        self.own_updates = facts.own_updates
         self.complex_names = complex_names(self.body, self.resolve)
         self.mutated |= self._passed_to_writers()
         self.written_params = [p for p in self.params if p in self.mutated and p in self.act.active]
@@ -254,6 +290,7 @@ class Reverse:
         if isinstance(value, cst.Attribute):
             return self._op(f"ndarray.{value.attr.value}", [value.value], {}, f".{value.attr.value}")
         if isinstance(value, cst.Subscript):
+            refuse_index_trick(self.tricks, value, self.line)
             return self._op("getitem", [value.value, _index_expr(value.slice)], {}, "indexing")
         if isinstance(value, (cst.List, cst.Tuple)):
             if not value.elements:
@@ -602,7 +639,8 @@ class Reverse:
                 if base is not None:
                     self.assigned(base, block)
                 return
-            refuse_view_update(small, self.slice_views, self.aliased, self.line)
+            if id(small) not in self.own_updates:  # y = y * a; y += v: y's own array
+                refuse_view_update(small, self.slice_views, self.aliased, self.line)
             small = _aug_to_assign(small)
         refuse_hidden_write(small, self.act.active, self.resolve, self.line)
         if not isinstance(small, cst.Assign):
@@ -612,7 +650,7 @@ class Reverse:
             base = target.value.value if isinstance(target.value, cst.Name) else None
             if base in self.useful:
                 refuse_complex(small.value, self.line, self.complex_names, self.resolve)
-            if base in self.act.active:
+            if base in self.act.active and id(small) not in self.own_updates:
                 refuse_shared_write(base, self.views, self.aliased, self.line)
             if base in self.useful:
                 self._plan_setitem(small, target, base, block, sid)
@@ -1303,7 +1341,7 @@ class Reverse:
                 self.contribute(value.value, self.seed_param, depth, block)
         elif isinstance(value, (cst.Tuple, cst.List)):
             if self.seed == "grad":  # not a scalar: grad_seed says so
-                self.emit(f"rt.grad_seed({code(value)})", depth)
+                self.emit(f"rt.grad_seed(({code(value)}))", depth)  # one argument, the tuple
                 return
             self._spread([el.value for el in value.elements], self.seed_param, "seed", depth, block)
 

@@ -49,7 +49,10 @@ def new_array(value: cst.BaseExpression) -> bool:
         return False
     name, receiver = value.func.attr.value, value.func.value
     if isinstance(receiver, cst.Name) and receiver.value in _MODULES:
-        return name in _NEW_ARRAY_CALLS or isinstance(getattr(numpy, name, None), numpy.ufunc)
+        ufunc = getattr(numpy, name, None)
+        if isinstance(ufunc, numpy.ufunc):  # np.add(a, b, c): c itself (desugar passes out= so)
+            return sum(1 for a in value.args if a.keyword is None) <= ufunc.nin
+        return name in _NEW_ARRAY_CALLS
     if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value in _MODULES:
         return receiver.attr.value in _NEW_ARRAY_CALLS  # np.linalg.solve(a, b)
     return name == "copy" and not value.args
@@ -457,13 +460,53 @@ class ArrayFacts:
     views: dict[str, str]  # names that may be views of another array -> that array
     certain_views: set[str]  # names assigned a view for certain (a = y[1:]): refused in a += v
     view_checks: dict[int, tuple[str, ...] | None]  # see view_check_bases
+    own_updates: frozenset[int] = frozenset()  # see own_array_updates: never refused nor checked
 
 
 def array_facts(body: list, params: tuple[str, ...], resolve) -> ArrayFacts:
     """The :class:`ArrayFacts` of ``body``; ``resolve(func)`` gives the object a call's function names."""
     made_by_calls = user_call_views(body, resolve)
     mutated, aliased, views = mutation_facts(body, params, made_by_calls)
-    return ArrayFacts(mutated, aliased, views, certain_views(body), view_check_bases(body, params, made_by_calls))
+    own = own_array_updates(body)
+    checks = {k: v for k, v in view_check_bases(body, params, made_by_calls).items() if k not in own}
+    return ArrayFacts(mutated, aliased, views, certain_views(body), checks, own)
+
+
+def own_array_updates(body: list) -> frozenset[int]:
+    """The ids of the top-level updates ``y op= v`` and writes ``y[i] = v`` where ``y`` holds,
+    at that point, an array no other name shares: the last top-level statement that bound
+    ``y`` gave it a new array (``y = y * a``, ``y = np.sin(t)``, see :func:`new_array`), and
+    no statement since has let another name see it (``z = y``, ``z = y[1:]``, ``f(y)``,
+    anything in a compound statement). ``y = a[1:]; y = y * 2.0; y += 1.0``: the update is
+    of ``y``'s own array, whatever ``y`` was before."""
+    own: set[str] = set()
+    found: set[int] = set()
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            own -= names_in(stmt)  # (a loop or a branch may bind or share anything it names)
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
+                if small.target.value in own:
+                    found.add(id(small))
+                own -= names_in(small.value)
+            elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target = small.targets[0].target
+                if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+                    if target.value.value in own:
+                        found.add(id(small))
+                    continue  # (the values stored are copied into y's array)
+                own -= names_in(small.value)
+                if isinstance(target, cst.Name):
+                    if new_array(small.value):
+                        own.add(target.value)
+                    else:
+                        own.discard(target.value)
+                else:
+                    own -= names_in(target)
+            else:
+                own -= names_in(small)
+    return frozenset(found)
 
 
 def user_call_views(body: list, resolve) -> dict[str, tuple[str, ...]]:
@@ -489,7 +532,9 @@ def mutation_facts(
 
     A view of an array written in place changes with it: it counts as written too. ``z = y``
     among the top-level statements shares a value harmlessly when neither name (nor a view
-    of either) is written in place afterwards, as ``x_bar = y_bar`` at the end of an adjoint.
+    of either) is written in place afterwards, as ``x_bar = y_bar`` at the end of an adjoint,
+    or before a later top-level statement binds either name anew (``y = a; y = y * y;
+    y /= 3.0``: from ``y = y * y`` on, ``y`` has an array of its own).
     """
     mutated: set[str] = set()
     copies: set[str] = set()
@@ -539,10 +584,19 @@ def mutation_facts(
             name = views[name]
         return name in pair
 
+    rebound = [_rebound(stmt) for stmt in body]  # names each top-level statement binds anew
     for at, pair in pairs:
-        later = set().union(*written[at + 1:]) if at is not None else None
-        if later is None or any(reaches(w, pair) for w in later):
+        if at is None:  # (in a block: shared for the whole function)
             copies.update(pair)
+            continue
+        viewed = False  # a view of the shared array, which outlives a new binding of either name
+        for k in range(at + 1, len(body)):
+            if any(reaches(w, pair) for w in written[k]):
+                copies.update(pair)
+                break
+            viewed = viewed or _shares(body[k], pair)
+            if rebound[k] & pair and not viewed:  # y = a; y = y * y: y has an array of its own from here on
+                break
     for name, bases in (made_by_calls or {}).items():
         views.setdefault(name, bases[0])
     changed = True
@@ -561,6 +615,36 @@ def mutation_facts(
                 mutated |= group
                 changed = True
     return mutated, copies, views
+
+
+def _shares(stmt, names: set[str]) -> bool:
+    """Whether ``stmt`` may let a name of its own see the array of one of ``names``
+    (``row = y[1:]``, ``z = y``, ``w = f(y)``, anything in a compound statement)."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return bool(names_in(stmt) & names)
+    for small in stmt.body:
+        if isinstance(small, cst.Assign) and not isinstance(small.targets[0].target, cst.Subscript):
+            if names_in(small.value) & names and not new_array(small.value):
+                return True
+        elif not isinstance(small, (cst.Assign, cst.AugAssign)) and names_in(small) & names:
+            return True
+    return False
+
+
+def _rebound(stmt) -> set[str]:
+    """The names a top-level simple statement binds to a new value (``y = y * y``, ``a, b = t``;
+    not ``y += v``, which may update ``y``'s array); none for a compound statement (which may
+    not run its body)."""
+    found: set[str] = set()
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                for t in small.targets:
+                    if isinstance(t.target, (cst.Name, cst.Tuple, cst.List)):
+                        found |= set(targets_of(t.target))
+            elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+                found.add(small.target.value)
+    return found
 
 
 def certain_views(body: list) -> set[str]:

@@ -8,7 +8,8 @@ After this pass every statement in the body is one of:
 - ``name = atom``
 - ``name = OP`` where OP is one operation on atoms: a binary or unary operation, a
   single comparison, a call ``f(atom, ..., key=atom)`` whose ``f`` is a name or a
-  dotted chain of names (``np.linalg.norm``) or ``name.method``, a subscript
+  dotted chain of names (``np.linalg.norm``) or ``name.method`` (``a.T.reshape(2, -1)``
+  reads ``t1 = a.T`` first: ``.T``, ``.mT``, ``.real``, ``.imag`` are arrays), a subscript
   ``name[index]``, an attribute ``name.attr``, or a tuple/list display of atoms.
   An *index* or call argument is an atom, a slice of atoms, or a tuple of those.
   List comprehensions are kept whole (their own scope is not flattened).
@@ -74,6 +75,16 @@ def _is_dotted(node: cst.BaseExpression) -> bool:
     while isinstance(node, cst.Attribute):
         node = node.value
     return isinstance(node, cst.Name)
+
+
+# Attributes that are arrays of the array they are read from (no module has them): a method
+# called on one, ``a.T.reshape(2, -1)``, is a method of a value computed here, not a function
+# of a module (``np.linalg.norm``), so the receiver gets a temporary of its own.
+_ARRAY_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})
+
+
+def _is_array_view(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Attribute) and node.attr.value in _ARRAY_ATTRIBUTES
 
 
 def _reads(expr: cst.BaseExpression, name: str) -> bool:
@@ -176,10 +187,11 @@ class ANF:
 
     def _call(self, call: cst.Call, out: list) -> cst.Call:
         func = call.func
-        if not _is_dotted(func):
-            func = self.atom(func, out)
-        elif isinstance(func, cst.Attribute) and not isinstance(func.value, (cst.Name, cst.Attribute)):
+        if isinstance(func, cst.Attribute) and (not _is_dotted(func.value) or _is_array_view(func.value)):
+            # a method of a value computed here: x.reshape(3, 2).ravel(), a.T.reshape(2, -1)
             func = func.with_changes(value=self.atom(func.value, out))
+        elif not _is_dotted(func):
+            func = self.atom(func, out)
         args = [a.with_changes(value=self._arg(a.value, out)) for a in call.args]
         return call.with_changes(func=func, args=args)
 

@@ -16,6 +16,10 @@ Output contract (what holds after this pass, and nothing else changes):
    array in place, and must keep doing so).
 6. A NumPy ufunc's ``out=`` is passed by position when every input is:
    ``np.add(a, b, out=c)`` -> ``np.add(a, b, c)`` (Numba takes it so only).
+7. ``np.r_[...]`` and ``np.c_[...]`` of values and ranges are ``np.concatenate`` calls:
+   ``np.r_[a, 0:3]`` -> ``np.concatenate((np.atleast_1d(a), np.arange(0, 3)))``,
+   ``np.c_[a, b]`` -> ``np.concatenate((rt.c_column(a), rt.c_column(b)), axis=-1)``
+   (``lo:hi:nj`` is ``np.linspace(lo, hi, n)``); a string directive stays as written.
 
 Every statement keeps its leading comments; a statement that becomes several
 gives them to the first.
@@ -101,6 +105,65 @@ class Desugar(cst.CSTTransformer):
         args = [cst.Arg(holder.value), cst.Arg(index), cst.Arg(updated.args[0].value)]
         return cst.Call(helper, args, lpar=updated.lpar, rpar=updated.rpar)
 
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        """``np.r_[a, b]`` -> ``np.concatenate((np.atleast_1d(a), np.atleast_1d(b)))``,
+        ``np.c_[a, b]`` -> ``np.concatenate((rt.c_column(a), rt.c_column(b)), axis=-1)``; a
+        slice item ``lo:hi:step`` is ``np.arange(lo, hi, step)`` (``lo:hi:nj``:
+        ``np.linspace(lo, hi, n)``). A string directive (``np.r_['0,2', ...]``) stays."""
+        value = updated.value
+        if not (
+            isinstance(value, cst.Attribute)
+            and value.attr.value in ("r_", "c_")
+            and isinstance(value.value, cst.Name)
+            and value.value.value == self.np_name
+        ):
+            return updated
+        items: list[cst.BaseSlice] = [el.slice for el in updated.slice]
+        if len(items) == 1 and isinstance(items[0], cst.Index) and isinstance(items[0].value, cst.Tuple):
+            items = [cst.Index(el.value) for el in items[0].value.elements]  # np.r_[(a, b)]: a tuple key too
+        pieces: list[cst.BaseExpression] = []
+        for item in items:
+            column = cst.Attribute(cst.Name("rt"), cst.Name("c_column"))
+            if isinstance(item, cst.Slice):
+                piece = self._index_range(item)
+                if piece is None:
+                    return updated
+                pieces.append(cst.Call(column, [cst.Arg(piece)]) if value.attr.value == "c_" else piece)
+            elif isinstance(item, cst.Index) and item.star is None and not isinstance(
+                item.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.StarredElement)
+            ):
+                wrap = column if value.attr.value == "c_" else cst.Attribute(cst.Name(self.np_name), cst.Name("atleast_1d"))
+                pieces.append(cst.Call(wrap, [cst.Arg(item.value)]))
+            else:
+                return updated
+        if not pieces:
+            return updated
+        text = ", ".join(cst.Module([]).code_for_node(p) for p in pieces) + ("," if len(pieces) == 1 else "")
+        axis = ", axis=-1" if value.attr.value == "c_" else ""
+        call = cst.parse_expression(f"{self.np_name}.concatenate(({text}){axis})")
+        return call.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+
+    def _index_range(self, item: cst.Slice) -> cst.BaseExpression | None:
+        """``lo:hi:step`` in ``np.r_[...]``: ``np.arange(lo, hi, step)``; ``lo:hi:5j``:
+        ``np.linspace(lo, hi, 5)``; None when the step is not a number written out."""
+        if item.upper is None:
+            return None
+        lower = item.lower if item.lower is not None else cst.Integer("0")
+        step = item.step
+        args = [cst.Arg(lower), cst.Arg(item.upper)]
+        if isinstance(step, cst.Imaginary):
+            count = abs(complex(step.value))
+            if count != int(count):
+                return None
+            args.append(cst.Arg(cst.Integer(str(int(count)))))
+            return _np_call(self.np_name, "linspace", args)
+        if step is not None:
+            literal = step.expression if isinstance(step, cst.UnaryOperation) and isinstance(step.operator, cst.Minus) else step
+            if not isinstance(literal, (cst.Integer, cst.Float)):
+                return None  # (a complex step in a name would mean linspace)
+            args.append(cst.Arg(step))
+        return _np_call(self.np_name, "arange", args)
+
     def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
         if len(updated.comparisons) < 2:
             return updated
@@ -133,6 +196,14 @@ class Desugar(cst.CSTTransformer):
             return updated
         out[0] = out[0].with_changes(leading_lines=updated.leading_lines)
         return cst.FlattenSentinel(out)
+
+
+def _np_call(np_name: str, name: str, args: list[cst.Arg]) -> cst.Call:
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    return cst.Call(
+        cst.Attribute(cst.Name(np_name), cst.Name(name)),
+        [a.with_changes(comma=comma) for a in args[:-1]] + args[-1:],
+    )
 
 
 _AT_METHODS = frozenset({"set", "add", "multiply"})

@@ -330,6 +330,8 @@ RUNTIME_DERIVATIVES.update({
     # cholesky's rule: the lower triangle with its diagonal halved, and the two ways of
     # symmetrizing with it (each the other's transpose)
     "srctrans.runtime.matrix_transpose": vjp("x", jvp=LINEAR, x="rt.matrix_transpose({g})"),
+    # np.c_'s items (desugar): a reshape, so the adjoint is g reshaped back
+    "srctrans.runtime.c_column": vjp("x", jvp=LINEAR, x="np.reshape(np.ascontiguousarray({g}), np.shape({x}))"),
     "srctrans.runtime.half_tril": vjp("m", jvp=LINEAR, m="rt.half_tril({g})"),
     "srctrans.runtime.half_tril_sym": vjp("m", jvp=LINEAR, m="rt.sym_half_tril({g})"),
     "srctrans.runtime.sym_half_tril": vjp("m", jvp=LINEAR, m="rt.half_tril_sym({g})"),

@@ -68,8 +68,9 @@ def nested_results(x, k):
 
 
 def uses_tuple_badly(x):
-    pair = moments(x)  # (pair[0] alone would be read as an unpacking)
-    return x * pair[0] + len(pair)
+    pair = moments(x)  # (pair[0] and len(pair) alone would be read as an unpacking)
+    same = pair
+    return x * pair[0] + same[1]
 
 
 def countdown(x, n):

@@ -363,6 +363,10 @@ RUNTIME_SPECS = {
         (lambda x: rt.matrix_transpose(x) * x, (lambda r: normal(r, 3, 3),)),
         (lambda x: rt.matrix_transpose(x), (lambda r: normal(r, 2, 3, 4),)),
     ],
+    "srctrans.runtime.c_column": [
+        (lambda x: rt.c_column(x) * x[:, None], (lambda r: normal(r, 4),)),
+        (lambda x: rt.c_column(x) * x, (lambda r: normal(r, 3, 2),)),
+    ],
     "srctrans.runtime.half_tril": [
         (lambda m: rt.half_tril(m) * m, (lambda r: normal(r, 3, 3),)),
         (lambda m: rt.half_tril(m) * m, (lambda r: normal(r, 2, 3, 3),)),

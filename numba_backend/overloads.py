@@ -1515,6 +1515,11 @@ def _ov_vstack(tup):
 
 @overload(np.array)
 def _ov_array_of_list(object, dtype=None):
+    if isinstance(object, types.Array):  # np.array(x) of an array: a copy, as in NumPy
+        if _is_none(dtype):
+            return lambda object, dtype=None: object.copy()
+        scalar = _dtype_arg(dtype, "np.array").type
+        return lambda object, dtype=None: object.astype(scalar)
     item = _list_item(object)
     if item is None:
         return None  # everything else is Numba's own np.array

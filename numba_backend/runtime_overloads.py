@@ -3075,6 +3075,20 @@ def _sequence_grad(fname: str, g: Any, arrays: Any, signature: str, axis: str, e
     return _exec_impl("\n".join(lines) + "\n", **env)
 
 
+@overload(rt.array_grad)
+def _ov_array_grad(g, x):
+    """An array or a number: unbroadcast; a list or tuple of arrays or numbers (one level):
+    the slices of ``g`` along its first axis, as stack_grad's."""
+    if isinstance(x, (types.BaseTuple, types.List)):
+        elements = list(x.types) if isinstance(x, types.BaseTuple) else [x.dtype]
+        if any(isinstance(t, (types.BaseTuple, types.List)) for t in elements):
+            raise TypingError("srctrans.runtime.array_grad: under jit, np.array of nested lists is not differentiated; use np.stack")
+        return lambda g, x: rt.stack_grad(g, x, 0)
+    if isinstance(x, types.Array) or _is_scalar(x):
+        return lambda g, x: rt.unbroadcast(g, x)
+    raise TypingError(f"srctrans.runtime.array_grad: expected an array, a number or a list of them, got {x}")
+
+
 @overload(rt.stack_grad)
 def _ov_stack_grad(g, arrays, axis=0):
     _axis_kind(axis, "stack_grad")

@@ -819,6 +819,16 @@ def logsumexp_grad(g, x, ans, axis=None, keepdims=False, b=None):
     return unbroadcast(_expand(g, x, axis, keepdims) * np.exp(x - _expand(ans, x, axis, keepdims)), x)
 
 
+def array_grad(g, x):
+    """The adjoint of ``x`` in ``np.array(x)`` / ``np.asarray(x)``: ``g`` in ``x``'s shape and dtype
+    for an array or a number, and for a list or tuple (``np.array([a, 2.0 * b])``) a tuple of the
+    adjoints of its elements, the slices of ``g`` along its first axis (nested lists too)."""
+    if isinstance(x, (list, tuple)):
+        g = np.asarray(g)
+        return tuple(array_grad(g[i], e) for i, e in enumerate(x))
+    return unbroadcast(g, x)
+
+
 def stack_grad(g, arrays, axis=0):
     """Adjoints of the ``arrays`` of ``np.stack(arrays, axis)``: the slices of ``g``, as a tuple."""
     return tuple(unbroadcast(np.take(g, i, axis=axis), a) for i, a in enumerate(arrays))

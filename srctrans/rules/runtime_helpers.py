@@ -214,6 +214,7 @@ RUNTIME_DERIVATIVES.update({
     # --- the pieces of a joined array, and the joined pieces: each the other's transpose ----
     # (``{g}`` is the tuple of the pieces' adjoints; the arrays give only shapes)
     "srctrans.runtime.stack_grad": vjp("g_, arrays, axis=0", jvp=LINEAR, g_="np.stack({g}, {axis})"),
+    "srctrans.runtime.array_grad": vjp("g_, x", jvp=LINEAR, g_="np.array({g})"),
     "srctrans.runtime.concatenate_grad": vjp("g_, arrays, axis=0", jvp=LINEAR, g_="np.concatenate({g}, {axis})"),
     "srctrans.runtime.hstack_grad": vjp("g_, arrays", jvp=LINEAR, g_="np.hstack({g})"),
     "srctrans.runtime.vstack_grad": vjp("g_, arrays", jvp=LINEAR, g_="np.vstack({g})"),

@@ -42,6 +42,15 @@ def _stack_grad_spec(g, x, y):
     return a * 2.0 + b * b
 
 
+def _array_grad_spec(g, x, y):
+    a, b = rt.array_grad(g, [x, y])
+    return a * 2.0 + b * b
+
+
+def _array_grad_of_an_array_spec(g, x):
+    return rt.array_grad(g, x) * x
+
+
 def _concatenate_grad_spec(g, x, y):
     a, b = rt.concatenate_grad(g, [x, y], 1)
     return np.sum(a * a) + np.sum(b * 3.0)
@@ -350,6 +359,10 @@ RUNTIME_SPECS = {
         (lambda g, x, a: rt.logsumexp_grad(g, x, a, None, False, None), (scalar, lambda r: normal(r, 5), lambda r: float(normal(r)))),
     ],
     # --- the pieces of a joined array and the joined pieces ---------------------------------
+    "srctrans.runtime.array_grad": [
+        (_array_grad_spec, (lambda r: normal(r, 2, 4), lambda r: normal(r, 4), lambda r: normal(r, 4))),
+        (_array_grad_of_an_array_spec, (lambda r: normal(r, 3, 2), lambda r: normal(r, 3, 2))),
+    ],
     "srctrans.runtime.stack_grad": [(_stack_grad_spec, (lambda r: normal(r, 3, 2, 4), lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 4)))],
     "srctrans.runtime.concatenate_grad": [
         (_concatenate_grad_spec, (lambda r: normal(r, 3, 6), lambda r: normal(r, 3, 4), lambda r: normal(r, 3, 2))),

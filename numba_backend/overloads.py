@@ -1548,19 +1548,24 @@ def _matrices(a):
     return np.ascontiguousarray(a).reshape((k, m, n))
 
 
-@overload(np.linalg.inv)
-def _ov_inv_stack(a):
-    if not _require_stack(a, "np.linalg.inv"):
-        return None
+def _each_matrix(fn):
+    """An impl applying ``fn`` (matrix -> matrix of the same shape) to every matrix of a stack."""
 
     def impl(a):
         a3 = _matrices(a)
         out = np.empty(a3.shape, a3.dtype)
         for i in range(a3.shape[0]):
-            out[i] = np.linalg.inv(a3[i])
+            out[i] = fn(a3[i])
         return out.reshape(a.shape)
 
     return impl
+
+
+@overload(np.linalg.inv)
+def _ov_inv_stack(a):
+    if not _require_stack(a, "np.linalg.inv"):
+        return None
+    return _each_matrix(np.linalg.inv)
 
 
 @overload(np.linalg.det)
@@ -1787,15 +1792,7 @@ for _ufunc in (np.add, np.subtract, np.multiply, np.maximum, np.minimum):
 def _ov_cholesky_stack(a):
     if not _require_stack(a, "np.linalg.cholesky"):
         return None
-
-    def impl(a):
-        a3 = _matrices(a)
-        out = np.empty(a3.shape, a3.dtype)
-        for i in range(a3.shape[0]):
-            out[i] = np.linalg.cholesky(a3[i])
-        return out.reshape(a.shape)
-
-    return impl
+    return _each_matrix(np.linalg.cholesky)
 
 
 # --- np.dot with a number, or with operands of 3 or more dimensions ---

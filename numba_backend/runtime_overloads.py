@@ -2683,13 +2683,7 @@ def _ov_eigh_jvp(t, ans, UPLO="L"):
 @register_jitable
 def _svd_gaps(s, m):
     """``m[i, j] / (s_j^2 - s_i^2)`` off the diagonal where ``m[i, j]`` is not 0, else 0."""
-    k = s.size
-    out = np.zeros((k, k))
-    for i in range(k):
-        for j in range(k):
-            if i != j and m[i, j] != 0:
-                out[i, j] = m[i, j] / (s[j] * s[j] - s[i] * s[i])
-    return out
+    return _times_gaps_of(s * s, m)
 
 
 @register_jitable

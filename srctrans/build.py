@@ -279,7 +279,8 @@ def _differentiate(
     custom_names=None,
 ) -> cst.FunctionDef:
     """Reverse mode on one function already in A-normal form."""
-    from .ad.reverse import _LOCAL, NoRuleError, NotDifferentiable, reverse
+    from .ad.reverse import NoRuleError, NotDifferentiable, reverse
+    from .analysis.resolve import LOCAL
     from .errors import NoDerivativeError
 
     options = dict(transform.options)
@@ -287,7 +288,7 @@ def _differentiate(
         p.name.value for p in node.params.params if p.name.value not in {m[1] for m in params_meta if m[0] == "arg"}
     ]
     wrt = tuple(options.get("wrt") or params[:1])
-    resolve = _resolver(unit, node, np_name, _LOCAL)
+    resolve = _resolver(unit, node, np_name, LOCAL)
 
     pf = unit.pf
     try:

@@ -21,10 +21,10 @@ def as_python_function(obj: Any) -> types.FunctionType | None:
     made = _MADE.get(id(obj))
     if made is not None:
         return made
-    from .ad.reverse import _rule_keys_by_id
     from .rules.derivatives import DERIVATIVES
+    from .rules.lookup import rule_keys_by_id
 
-    key = _rule_keys_by_id().get(id(obj))
+    key = rule_keys_by_id().get(id(obj))
     if key is None:
         return None
     parts = key.split(".")

@@ -26,25 +26,19 @@ import libcst as cst
 
 from ..analysis.activity import analyze, names_in, targets_of
 from ..analysis.names import NameGen, scan
+from ..analysis.resolve import LOCAL
 from ..analysis.shapes import same_shapes
 from ..analysis.views import array_facts
 from ..cache import ORIGIN_RE
 from ..passes.fuse import assigned_once, inline_temporaries
 from ..passes.fuse import children as fuse_children
 from ..rules.derivatives import DERIVATIVES, LINEAR, MULTILINEAR, OPERATORS, SHAPE_ONLY, TUPLE_TANGENTS, Rule
+from ..rules.lookup import qualified_name, rule_keys_by_id
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
 from .reverse import (
-    _LOCAL,
     NoRuleError,
     NotDifferentiable,
-    _appended,
-    _empty_lists,
-    _label,
-    _lower_updates,
-    _rule_keys_by_id,
-    _times,
     check_vmapped_call,
-    code,
     complex_names,
     index_tricks,
     is_vmapped,
@@ -59,6 +53,8 @@ from .reverse import (
     vmap_made_here,
     vmapped_params,
 )
+from .statements import appended, empty_lists, lower_updates
+from .text import code, fold_literals, paren, times
 
 _ANS = "__ans__"  # stands for the result in a tangent expression until it is placed
 
@@ -99,14 +95,14 @@ class Forward:
         self.params = scan(node).params
         self.gen = NameGen(scan(node).all | {"np", "rt", "math", np_name})
         self.body = list(node.body.body)
-        self.lists = _empty_lists(self.body)
+        self.lists = empty_lists(self.body)
         self.file: str | None = None  # the user's line being transformed (origin comments)
         self.line: int | None = None
         self.analyzing = True
         self.tricks = index_tricks(self.body, resolve)
         self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff, self._shape_only)
         # ``y[i] += v`` into a differentiated array: ``t = y[i]``, ``t1 = t + v``, ``y[i] = t1``
-        lowered = _lower_updates(self.body, self.act.active, self.gen)
+        lowered = lower_updates(self.body, self.act.active, self.gen)
         if lowered is not self.body:
             self.body = lowered
             self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff, self._shape_only)
@@ -198,7 +194,7 @@ class Forward:
         keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         where = [("arg", i) for i, a in enumerate(call.args) if a.keyword is None]
         kw_where = {a.keyword.value: ("arg", i) for i, a in enumerate(call.args) if a.keyword is not None}
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and self.resolve(func.value) is _LOCAL:
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and self.resolve(func.value) is LOCAL:
             if func.value.value in self.lists and func.attr.value == "pop" and not call.args:
                 return _Op("pop", Rule("pop", ()), {"x": func.value})
             return self._op(
@@ -206,20 +202,20 @@ class Forward:
                 [("receiver",), *where], kw_where,
             )
         obj = self.resolve(func)
-        if obj is _LOCAL and isinstance(func, cst.Name):
+        if obj is LOCAL and isinstance(func, cst.Name):
             made = vmap_made_here(func.value, self.body, self.resolve, self.params)
             if made is not None:  # ``batched = srctrans.vmap(f, ...)`` earlier in the function
                 return self._vmapped(made, func.value, positional, keywords)
-        if obj is _LOCAL or obj is None:
+        if obj is LOCAL or obj is None:
             raise NotDifferentiable(
                 f"cannot differentiate a call of {code(func)}, a value computed inside the function", self.line
             )
-        key = _rule_keys_by_id().get(id(obj))
+        key = rule_keys_by_id().get(id(obj))
         if key is not None:
             return self._op(key, positional, keywords, key, where, kw_where)
         from ..analysis.resolve import is_user_function
 
-        label = _label(obj, code(func))
+        label = qualified_name(obj, code(func))
         if is_vmapped(obj):
             return self._vmapped(obj, code(func), positional, keywords)
         refusal = transformation_refusal(obj, code(func), "jvp")
@@ -378,7 +374,7 @@ class Forward:
         if isinstance(small, cst.Return):
             self.ret = small
             return
-        pushed = _appended(small, self.lists)
+        pushed = appended(small, self.lists)
         if pushed is not None:
             self.emit(code(cst.SimpleStatementLine([small])).strip(), depth)
             tape, value = pushed
@@ -559,7 +555,7 @@ class Forward:
         for param, expr in varying.items():
             partial = _format(op.rule.templates[param], fill, self.np_name)
             t = self.tangent_of(expr)
-            terms.append(_times(t, partial, partial_first=True))
+            terms.append(times(t, partial, partial_first=True))
             others = {code(e) for p, e in op.args.items() if p != param and isinstance(e, cst.Name)}
             if "{ans}" in op.rule.templates[param] or others & names_in(cst.parse_expression(partial)):
                 covers = True
@@ -738,11 +734,10 @@ def _rename(text: str, mapping: dict[str, str]) -> str:
 
 
 def _format(template: str, fill: dict[str, str], np_name: str) -> str:
-    from .reverse import _paren, fold_literals
 
     out = template
     for key, value in fill.items():
-        out = out.replace("{" + key + "}", _paren(value))
+        out = out.replace("{" + key + "}", paren(value))
     if np_name != "np":
         out = out.replace("np.", np_name + ".")
     return fold_literals(out)
@@ -827,7 +822,7 @@ def tangent_functions(entry, by_fn: dict, transform, np_name: str, params_meta, 
         return add_function(getattr(obj.jvp, "__srctrans_function__", obj.jvp)).emit_name
 
     def run(unit, node, wrt, name, has_aux=False):
-        resolve = _resolver(unit, node, np_name, _LOCAL)
+        resolve = _resolver(unit, node, np_name, LOCAL)
         try:
             return forward(node, resolve, wrt, name, np_name, callee_jvp, custom_rule, has_aux)
         except NoRuleError as err:

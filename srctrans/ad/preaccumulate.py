@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ..analysis.activity import Block, names_in
+from .statements import RenameNames, aug_to_assign, reads_in
+from .text import code, fill_template, paren, times
 
 if TYPE_CHECKING:  # pragma: no cover
     from .reverse import Op, Reverse
@@ -44,7 +46,6 @@ _LONG = 50  # a partial longer than this is computed on a line of its own
 
 def _statements(group: list) -> list[tuple[int, cst.Assign]] | None:
     """(id, assignment) of every statement of ``group``, or None if one is not ``name = value``."""
-    from .reverse import _aug_to_assign
 
     out = []
     for stmt in group:
@@ -53,7 +54,7 @@ def _statements(group: list) -> list[tuple[int, cst.Assign]] | None:
         for small in stmt.body:
             sid = id(small)
             if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
-                small = _aug_to_assign(small)
+                small = aug_to_assign(small)
             if not (
                 isinstance(small, cst.Assign)
                 and len(small.targets) == 1
@@ -66,7 +67,6 @@ def _statements(group: list) -> list[tuple[int, cst.Assign]] | None:
 
 def _eligible(rev: Reverse, group: list, block: Block) -> list[tuple[int, str, Op | None]] | None:
     """The line's operations as (statement id, target, op) when it can be preaccumulated, else None."""
-    from .reverse import _reads_in
 
     if not block.in_loop:
         return None
@@ -98,7 +98,7 @@ def _eligible(rev: Reverse, group: list, block: Block) -> list[tuple[int, str, O
             # a temporary of this line: one assignment, read only by this line's later operations
             if not rev.simple(target, block) or target in rev.params:
                 return None
-            if any(target in _reads_in(st) for st in block.stmts if all(st is not g for g in group)):
+            if any(target in reads_in(st) for st in block.stmts if all(st is not g for g in group)):
                 return None
             if op is not None and any(isinstance(e, cst.Name) and e.value == result for e in op.args.values()):
                 reads_result = True
@@ -126,17 +126,15 @@ _PRODUCT = (cst.Multiply, cst.Divide)
 def _operand(text: str, bare: tuple) -> str:
     """``text`` after a minus sign: bare if a name, number or call, or a binary operation
     whose operator is among ``bare`` (``-a * b`` is ``-(a * b)`` exactly); else in parentheses."""
-    from .reverse import _paren
 
     node = cst.parse_expression(text)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, bare) and not node.lpar:
         return text
-    return _paren(text)
+    return paren(text)
 
 
 def _signed(partial: str) -> _Partial:
     """A rule's partial, its leading minus taken out: ``-{ans} / {y}`` is ``-(ans / y)``."""
-    from .reverse import code
 
     node = cst.parse_expression(partial)
     negative = False
@@ -165,13 +163,10 @@ def _signed(partial: str) -> _Partial:
     return _Partial(negative, None if text == "1.0" else text)
 
 
-def _times(a: _Partial, b: _Partial) -> _Partial:
-    from .reverse import _paren
-    from .reverse import _times as times
-
+def _partial_times(a: _Partial, b: _Partial) -> _Partial:
     if a.text is None or b.text is None:
         return _Partial(a.negative != b.negative, a.text if b.text is None else b.text)
-    return _Partial(a.negative != b.negative, times(_paren(a.text), b.text))
+    return _Partial(a.negative != b.negative, times(paren(a.text), b.text))
 
 
 def _plus(a: _Partial, b: _Partial) -> _Partial:
@@ -191,8 +186,6 @@ def _text(a: _Partial) -> str:
 def preaccumulate(rev: Reverse, group: list, block: Block, depth: int) -> bool:
     """Emit the backward sweep of one original line as local partials times its result's
     adjoint; False (nothing emitted) when the line does not qualify."""
-    from .reverse import _format, _Rename, code
-    from .reverse import _times as times
 
     ops = _eligible(rev, group, block)
     if ops is None:
@@ -221,7 +214,7 @@ def preaccumulate(rev: Reverse, group: list, block: Block, depth: int) -> bool:
             if isinstance(expr, cst.Name):
                 return values.get(expr.value, expr.value)
             if expr is not None and values:
-                return code(expr.visit(_Rename(values)))
+                return code(expr.visit(RenameNames(values)))
             return op.texts.get(param, "None")
 
         fill: dict[str, str] = {}
@@ -234,10 +227,10 @@ def preaccumulate(rev: Reverse, group: list, block: Block, depth: int) -> bool:
             if op.rule is None:
                 term = a
             else:
-                partial = _format(op.rule.templates[param], fill)
+                partial = fill_template(op.rule.templates[param], fill)
                 if rev.np_name != "np":
                     partial = partial.replace("np.", rev.np_name + ".")
-                term = _times(a, _signed(partial))
+                term = _partial_times(a, _signed(partial))
             adjoint[name] = term if name not in adjoint else _plus(adjoint[name], term)
             # a value of this operand's shape: the result's, a witness, or the operand itself
             if not names_only or (param in op.shapes and op.shapes[param] is None):

@@ -32,38 +32,19 @@ import numpy as np
 
 from ..analysis.activity import Activity, Block, analyze, common_block, names_in, targets_of
 from ..analysis.names import NameGen, scan
+from ..analysis.resolve import LOCAL
 from ..analysis.shapes import operation_kind, same_shapes
 from ..analysis.views import array_facts, mutation_facts
 from ..cache import ORIGIN_RE
-from ..rules import object_named
 from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Param, Rule
+from ..rules.lookup import qualified_name, rule_keys_by_id
 from ..rules.memory import COMPLEX_DTYPES, REAL_PARTS, WRITES_FIRST_ARGUMENT, last_names
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
 from .preaccumulate import preaccumulate
-
-_CODE = cst.Module(body=[])
-
-
-def code(node: cst.CSTNode) -> str:
-    return _CODE.code_for_node(node)
-
+from .statements import RenameNames, appended, aug_to_assign, empty_lists, lower_updates, reads_in
+from .text import code, fill_template, times
 
 # --- rule lookup by identity ----------------------------------------------------------
-
-_BY_ID: dict[int, str] | None = None
-
-
-def _rule_keys_by_id() -> dict[int, str]:
-    """The rule table's keys by the identity of the objects they name (aliases resolve alike)."""
-    global _BY_ID
-    if _BY_ID is None:
-        found: dict[int, str] = {}
-        for key in DERIVATIVES:
-            obj = object_named(key)
-            if obj is not None:
-                found.setdefault(id(obj), key)
-        _BY_ID = found
-    return _BY_ID
 
 
 class NoRuleError(Exception):
@@ -186,14 +167,14 @@ class Reverse:
         self.params = scan(node).params
         self.gen = NameGen(scan(node).all | {"np", "rt", "math"})
         self.body = list(node.body.body)
-        self.lists = _empty_lists(self.body)  # lists grown with append and shrunk with pop (tapes)
+        self.lists = empty_lists(self.body)  # lists grown with append and shrunk with pop (tapes)
         self.ops: dict[int, Op] = {}
         self.file = self.line = None  # the user's line being transformed (origin comments)
         self.analyzing = True  # while analyzing, looking at a callee must not ask for its adjoint
         self.tricks = index_tricks(self.body, resolve)
         self.act: Activity = analyze(self.body, self.params, set(wrt), self._is_nondiff)
         # ``y[i] += v`` into a differentiated array: ``t = y[i]``, ``t1 = t + v``, ``y[i] = t1``
-        lowered = _lower_updates(self.body, self.act.active, self.gen)
+        lowered = lower_updates(self.body, self.act.active, self.gen)
         if lowered is not self.body:
             self.body = lowered
             self.act = analyze(self.body, self.params, set(wrt), self._is_nondiff)
@@ -237,7 +218,7 @@ class Reverse:
         class V(cst.CSTVisitor):
             def visit_Call(self, call: cst.Call) -> None:
                 fn = resolve(call.func)
-                if fn is _LOCAL or fn is None or not is_user_function(fn):
+                if fn is LOCAL or fn is None or not is_user_function(fn):
                     return
                 written = _written_params(getattr(fn, "__srctrans_function__", fn))
                 for k, arg in enumerate(call.args):
@@ -305,25 +286,25 @@ class Reverse:
         func = call.func
         positional = [a.value for a in call.args if a.keyword is None]
         keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and self.resolve(func.value) is _LOCAL:
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and self.resolve(func.value) is LOCAL:
             if func.value.value in self.lists and func.attr.value == "pop" and not call.args:
                 return Op("pop", Rule("pop", (Param("x"),)), {"x": func.value}, {"x": func.value.value})
             key = f"ndarray.{func.attr.value}"
             return self._op(key, [func.value, *positional], keywords, f".{func.attr.value}()")
         obj = self.resolve(func)
-        if obj is _LOCAL and isinstance(func, cst.Name):
+        if obj is LOCAL and isinstance(func, cst.Name):
             made = vmap_made_here(func.value, self.body, self.resolve, self.params)
             if made is not None:  # ``batched = srctrans.vmap(f, ...)`` earlier in the function
                 return self._vmapped(made, func.value, positional, keywords, func.value)
-        if obj is _LOCAL or obj is None:
+        if obj is LOCAL or obj is None:
             raise NotDifferentiable(
                 f"cannot differentiate a call of {code(func)}, a value computed inside the function", self.line
             )
-        key = _rule_keys_by_id().get(id(obj))
+        key = rule_keys_by_id().get(id(obj))
         if key is None:
             from ..analysis.resolve import is_user_function
 
-            label = _label(obj, code(func))
+            label = qualified_name(obj, code(func))
             if is_vmapped(obj):
                 return self._vmapped(obj, code(func), positional, keywords, label)
             refusal = transformation_refusal(obj, code(func), "grad")
@@ -496,7 +477,7 @@ class Reverse:
         seen: set[str] = set()
         flat = list(_simple_statements(body))
         for k, stmt in enumerate(flat):
-            for name in sorted((_reads_in(stmt) - seen - outside) & self.useful):
+            for name in sorted((reads_in(stmt) - seen - outside) & self.useful):
                 if any(name in _assigned_in(later) for later in flat[k:]):
                     raise NotDifferentiable(
                         f"{name!r} is read in a loop iteration before the loop assigns it",
@@ -626,7 +607,7 @@ class Reverse:
             )
         if isinstance(small, cst.Return):
             return
-        pushed = _appended(small, self.lists)
+        pushed = appended(small, self.lists)
         if pushed is not None:
             tape, value = pushed
             if tape in self.useful:
@@ -641,7 +622,7 @@ class Reverse:
                 return
             if id(small) not in self.own_updates:  # y = y * a; y += v: y's own array
                 refuse_view_update(small, self.slice_views, self.aliased, self.line)
-            small = _aug_to_assign(small)
+            small = aug_to_assign(small)
         refuse_hidden_write(small, self.act.active, self.resolve, self.line)
         if not isinstance(small, cst.Assign):
             return
@@ -819,7 +800,7 @@ class Reverse:
                     if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
                         for check in view_update_check(small, self.view_checks, self.slice_views, self.file, self.line):
                             self.emit(check, depth)
-                        small = _aug_to_assign(small)  # a new value, never an update in place
+                        small = aug_to_assign(small)  # a new value, never an update in place
                     op = self.ops.get(sid)
                     if op is not None and op.rule is not None and op.rule.kind == "custom":
                         target = small.targets[0].target.value
@@ -898,7 +879,7 @@ class Reverse:
         if not block.in_loop:
             return True
         first_def = next((i for i, st in enumerate(block.stmts) if name in _assigned_in(st)), None)
-        reads = [i for i, st in enumerate(block.stmts) if name in _reads_in(st)]
+        reads = [i for i, st in enumerate(block.stmts) if name in reads_in(st)]
         return first_def is not None and all(i > first_def for i in reads)
 
     def _branch_local(self, name: str, home: Block) -> bool:
@@ -1093,7 +1074,7 @@ class Reverse:
             return
         if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
             small_id = id(small)
-            small = _aug_to_assign(small)
+            small = aug_to_assign(small)
         else:
             small_id = id(small)
         if isinstance(small, cst.Return):
@@ -1115,7 +1096,7 @@ class Reverse:
                 self.contribute(op.args["x"].value, "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")", depth, block)
             return
         if op is not None and op.key == "append":  # what was pushed takes the adjoint popped
-            tape = _appended(small, self.lists)[0]
+            tape = appended(small, self.lists)[0]
             value = op.args["x"]
             if isinstance(value, cst.Name) and value.value in self.act.active:
                 self.contribute(value.value, f"{self.bar(tape)}.pop()", depth, block)
@@ -1161,7 +1142,7 @@ class Reverse:
         if base not in self.started:
             return
         g = self.bar(base)
-        rename = _Rename(values)
+        rename = RenameNames(values)
         value = op.args["x"]
         if isinstance(value, cst.Name) and value.value in self.act.active:
             index = code(op.args["index"].visit(rename))
@@ -1219,7 +1200,7 @@ class Reverse:
             if isinstance(expr, cst.Name):
                 return values.get(expr.value, expr.value)
             if expr is not None and values:  # e.g. an index (i, j): read the saved i and j
-                return code(expr.visit(_Rename(values)))
+                return code(expr.visit(RenameNames(values)))
             return op.texts.get(param, "None")
 
         if op.rule is None:  # copy
@@ -1277,11 +1258,11 @@ class Reverse:
             expr = op.args.get(param)
             if not self._carries(expr):
                 continue
-            partial = _format(template, fill)
+            partial = fill_template(template, fill)
             if self.np_name != "np":
                 partial = partial.replace("np.", self.np_name + ".")
             if op.rule.kind == "elementwise":
-                contribution = _times(g, partial)
+                contribution = times(g, partial)
                 if binary and param not in op.shapes:
                     contribution = f"rt.unbroadcast({contribution}, {fill[param]})"
                 elif binary and op.shapes[param] is not None:  # the shape of another value at hand
@@ -1290,7 +1271,7 @@ class Reverse:
                 contribution = partial
             sink = self.sinks.get(expr.value) if isinstance(expr, cst.Name) else None
             if sink is not None and param in op.rule.accumulate:  # added into the loop's own array, in place
-                self.emit(_format(op.rule.accumulate[param], {**fill, "sink": sink}), depth)
+                self.emit(fill_template(op.rule.accumulate[param], {**fill, "sink": sink}), depth)
                 self.sunk.add(expr.value)
                 continue
             self._flow(expr, contribution, depth, block)
@@ -1414,17 +1395,6 @@ class Reverse:
 # --- small helpers ---------------------------------------------------------------------------
 
 
-class _Rename(cst.CSTTransformer):
-    def __init__(self, mapping: dict[str, str]) -> None:
-        super().__init__()
-        self.mapping = mapping
-
-    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
-        return updated.with_changes(value=self.mapping.get(updated.value, updated.value))
-
-_LOCAL = object()  # what ``resolve`` returns for names bound inside the function
-
-
 # --- calls of transformed functions (shared with forward mode) ----------------------------------
 
 
@@ -1474,7 +1444,7 @@ def vmap_made_here(name: str, body: list, resolve, params) -> _MadeHere | None:
                 and small.value.args
             ):
                 fn = resolve(small.value.args[0].value)
-                return _MadeHere(None if fn is _LOCAL else fn)
+                return _MadeHere(None if fn is LOCAL else fn)
     return None
 
 
@@ -1548,87 +1518,6 @@ def transformation_refusal(obj: Any, text: str, what: str) -> tuple[str, str] | 
     return None
 
 
-def _label(obj: Any, fallback: str) -> str:
-    module = getattr(obj, "__module__", None)
-    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
-    if name and module:
-        return f"{module}.{name}"
-    if name:
-        return f"numpy.{name}" if type(obj).__name__ == "ufunc" else name
-    return fallback
-
-
-def _format(template: str, fill: dict[str, str]) -> str:
-    out = template
-    for key, value in fill.items():
-        out = out.replace("{" + key + "}", _paren(value) if key != "g" else value)
-    return fold_literals(out)
-
-
-def _number(node: cst.BaseExpression) -> int | float | None:
-    """The value of a number literal (``2``, ``1.0``, ``-3``), else None."""
-    if isinstance(node, (cst.Integer, cst.Float)):
-        return node.evaluated_value
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        inner = _number(node.expression)
-        return None if inner is None else -inner
-    return None
-
-
-class _FoldLiterals(cst.CSTTransformer):
-    """``2 * x ** (2 - 1.0)`` -> ``2 * x``: arithmetic on number literals done, ``** 1.0`` dropped."""
-
-    _OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b}
-
-    def leave_BinaryOperation(self, original, updated):
-        left, right = _number(updated.left), _number(updated.right)
-        if isinstance(updated.operator, cst.Power) and type(right) is float and right == 1.0:
-            return updated.left  # x ** 1.0 is x for the float values a derivative reads
-        fold = self._OPS.get(type(updated.operator))
-        if fold is None or left is None or right is None:
-            return updated
-        value = fold(left, right)
-        number = cst.parse_expression(repr(value))
-        if value < 0:  # keep a negative number one operand: x ** (-1.0)
-            return number.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        return number
-
-
-def fold_literals(text: str) -> str:
-    """``text`` with the number arithmetic a rule template leaves (``x ** (2 - 1.0)``) done."""
-    if "**" not in text:
-        return text
-    try:
-        node = cst.parse_expression(text)
-    except cst.ParserSyntaxError:
-        return text
-    folded = node.visit(_FoldLiterals())
-    return text if folded.deep_equals(node) else cst.Module([]).code_for_node(folded)
-
-
-def _paren(text: str) -> str:
-    """``text`` as an operand: parenthesized unless it is a name, a number or a call."""
-    try:
-        node = cst.parse_expression(text)
-    except cst.ParserSyntaxError:
-        return f"({text})"
-    if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.Call, cst.Attribute, cst.Subscript)) or node.lpar:
-        return text
-    return f"({text})"
-
-
-def _times(g: str, partial: str, partial_first: bool = False) -> str:
-    """``g`` times a partial derivative, simplified where the partial is 1, -1 or ``1.0 / ...``
-    (``partial * g`` with ``partial_first``, as tangent files write it)."""
-    if partial == "1.0":
-        return g
-    if partial == "-1.0":
-        return f"-{g}"
-    if partial.startswith("1.0 / "):
-        return f"{g} / {_paren(partial[6:])}"
-    return f"{_paren(partial)} * {g}" if partial_first else f"{g} * {_paren(partial)}"
-
-
 def _index_expr(elements) -> cst.BaseExpression:
     """The index of ``x[...]`` as a value: ``(slice(1, n), 0)``."""
     parts = []
@@ -1641,12 +1530,6 @@ def _index_expr(elements) -> cst.BaseExpression:
             parts.append(f"slice({', '.join(bounds)})")
     text = parts[0] if len(parts) == 1 else "(" + ", ".join(parts) + ")"
     return cst.parse_expression(text)
-
-
-def _aug_to_assign(small: cst.AugAssign) -> cst.Assign:
-    op_name = type(small.operator).__name__.replace("Assign", "")
-    binop = getattr(cst, op_name)()
-    return cst.Assign([cst.AssignTarget(small.target)], cst.BinaryOperation(small.target, binop, small.value))
 
 
 def _inside(block: Block, outer: Block) -> bool:
@@ -1671,75 +1554,6 @@ def _simple_statements(stmts: list):
             yield from _simple_statements(stmt.body.body)
 
 
-def _reads_in(stmt) -> set[str]:
-    """Names a statement reads (a compound statement: anywhere inside it)."""
-    if isinstance(stmt, cst.SimpleStatementLine):
-        found: set[str] = set()
-        for small in stmt.body:
-            if isinstance(small, cst.Assign):
-                found |= names_in(small.value) | _target_reads(small.targets[0].target)
-            elif isinstance(small, cst.AugAssign):
-                found |= names_in(small.value) | names_in(small.target)
-            else:
-                found |= names_in(small)
-        return found
-    return names_in(stmt)
-
-
-def _target_reads(target: cst.BaseExpression) -> set[str]:
-    """Names an assignment target reads: ``y`` and ``i`` of ``y[i] = v``; none of ``p, q = v``."""
-    if isinstance(target, cst.Name):
-        return set()
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_target_reads(el.value) for el in target.elements))
-    if isinstance(target, cst.StarredElement):
-        return _target_reads(target.value)
-    return names_in(target)
-
-
-def _lower_updates(body: list, active: set[str], gen: NameGen) -> list:
-    """``y[i] op= v`` into a differentiated array as a read, the operation, and a write."""
-    changed = False
-
-    def block(stmts: list) -> list:
-        nonlocal changed
-        out: list = []
-        for stmt in stmts:
-            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
-                small = stmt.body[0]
-                if (
-                    isinstance(small, cst.AugAssign)
-                    and isinstance(small.target, cst.Subscript)
-                    and isinstance(small.target.value, cst.Name)
-                    and (small.target.value.value in active or names_in(small.value) & active)
-                ):
-                    changed = True
-                    old, new = gen.fresh("t"), gen.fresh("t")
-                    binop = getattr(cst, type(small.operator).__name__.replace("Assign", ""))()
-                    out.append(cst.SimpleStatementLine(
-                        [cst.Assign([cst.AssignTarget(cst.Name(old))], small.target)], leading_lines=stmt.leading_lines
-                    ))
-                    out.append(cst.SimpleStatementLine(
-                        [cst.Assign([cst.AssignTarget(cst.Name(new))], cst.BinaryOperation(cst.Name(old), binop, small.value))]
-                    ))
-                    out.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(small.target)], cst.Name(new))]))
-                    continue
-                out.append(stmt)
-            elif isinstance(stmt, cst.If):
-                orelse = stmt.orelse
-                if orelse is not None:
-                    orelse = orelse.with_changes(body=orelse.body.with_changes(body=block(list(orelse.body.body))))
-                out.append(stmt.with_changes(body=stmt.body.with_changes(body=block(list(stmt.body.body))), orelse=orelse))
-            elif isinstance(stmt, (cst.For, cst.While)):
-                out.append(stmt.with_changes(body=stmt.body.with_changes(body=block(list(stmt.body.body)))))
-            else:
-                out.append(stmt)
-        return out
-
-    lowered = block(body)
-    return lowered if changed else body
-
-
 _WRITING_FUNCTIONS = last_names(WRITES_FIRST_ARGUMENT)
 
 
@@ -1760,7 +1574,7 @@ def refuse_hidden_write(small, active: set[str], resolve, line) -> None:
         what = f"{code(func)}(..., out=...) writes into an array"
     elif isinstance(small, cst.Expr):
         obj = resolve(func)
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and resolve(func.value) is _LOCAL:
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and resolve(func.value) is LOCAL:
             what = f"{code(func)}() called for its effect may change {func.value.value} in place"
         elif isinstance(getattr(obj, "__self__", None), np.ufunc) or (
             getattr(obj, "__name__", None) in _WRITING_FUNCTIONS
@@ -1893,42 +1707,10 @@ def refuse_view_update(small: cst.AugAssign, views: set[str], aliased: set[str],
         )
 
 
-def _empty_lists(body: list) -> set[str]:
-    """Names assigned an empty list (``t_tape = []``): stacks, grown with append and shrunk with pop."""
-    found: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            target = n.targets[0].target
-            if isinstance(target, cst.Name) and isinstance(n.value, cst.List) and not n.value.elements:
-                found.add(target.value)
-
-    for stmt in body:
-        stmt.visit(V())
-    return found
-
-
-def _appended(small, lists: set[str]) -> tuple[str, cst.BaseExpression] | None:
-    """``(tape, value)`` for a statement ``tape.append(value)`` on one of ``lists``."""
-    if not isinstance(small, cst.Expr) or not isinstance(small.value, cst.Call):
-        return None
-    call = small.value
-    func = call.func
-    if (
-        isinstance(func, cst.Attribute)
-        and func.attr.value == "append"
-        and isinstance(func.value, cst.Name)
-        and func.value.value in lists
-        and len(call.args) == 1
-    ):
-        return func.value.value, call.args[0].value
-    return None
-
-
 def _pure_call(call: cst.Call, resolve) -> bool:
     """A call whose result depends on its arguments alone: a function with a derivative rule."""
     obj = resolve(call.func)
-    return obj is not _LOCAL and obj is not None and id(obj) in _rule_keys_by_id()
+    return obj is not LOCAL and obj is not None and id(obj) in rule_keys_by_id()
 
 
 _WRITTEN: dict[types.CodeType, frozenset[int]] = {}  # keyed by the code object itself: ids get reused

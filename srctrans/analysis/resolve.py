@@ -31,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+LOCAL = object()  # what a resolver returns for names bound inside the function (not a global)
+
 # Libraries with rules of their own (the tables' qualified names start with these), and those
 # that compile or are srctrans: their functions are called as they are, never transformed.
 # Any other function whose source can be read is transformed, wherever it is installed (a
@@ -260,3 +262,4 @@ def callable_fingerprint(obj: Callable, extra: str = "") -> str:
     h = hashlib.sha256(function_fingerprint(fn).encode())
     h.update(f"\nkind={kind} bound={len(args)} {sorted(kwargs)}\n{extra}".encode())
     return h.hexdigest()
+

@@ -20,7 +20,7 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
     whose batched versions the rewrite writes into the same file when it calls them with
     batched arguments.
     """
-    from ..ad.reverse import _LOCAL
+    from ..analysis.resolve import LOCAL
     from ..build import _at_line, _resolver
     from ..errors import UnsupportedSyntaxError
     from .loop import loop_function, outputs_of
@@ -48,9 +48,9 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
         info = {p: Info(bool(b), r) for p, b, r in zip(params, flags, ranks)}
         callees = _Callees(by_fn or {}, np_name, namespace, options.get("axis_name"), name)
         try:
-            resolve = _resolver(unit, normal, np_name, _LOCAL)
+            resolve = _resolver(unit, normal, np_name, LOCAL)
             node, unbatched = vectorize(
-                normal, info, resolve, _LOCAL, np_name, name, axis_size, options.get("axis_name"), callees
+                normal, info, resolve, LOCAL, np_name, name, axis_size, options.get("axis_name"), callees
             )
         except NoBatchRule as err:
             if method == "vectorize":
@@ -65,7 +65,7 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
             return callees.made, "vmap method: vectorized (every statement has a batching rule)", meta
     else:
         normal = _normal_form(unit, np_name, namespace, static)
-        resolve = _resolver(unit, normal, np_name, _LOCAL)
+        resolve = _resolver(unit, normal, np_name, LOCAL)
     _refuse_collectives(normal, resolve, pf, why)
     outputs = outputs_of(normal)
     wrapper = loop_function(entry.emit_name, params, list(flags), outputs, name, axis_size, bool(options.get("parallel")), why)
@@ -160,7 +160,7 @@ class _Callees:
     def _rewritten(self, fn, unit, normal: cst.FunctionDef, infos: list[Info], name: str, label: str) -> tuple[cst.FunctionDef, Info]:
         """``normal`` vectorized for arguments ``infos`` as function ``name``, and what is known of
         its result; :class:`Unbatchable`, saying why, where the rewrite cannot express it."""
-        from ..ad.reverse import _LOCAL
+        from ..analysis.resolve import LOCAL
         from ..build import _resolver
         from ..rules.batching import Unbatchable
         from .vectorize import NoBatchRule, vectorize
@@ -174,9 +174,9 @@ class _Callees:
         returned: list[Info] = []
         self.busy.add(id(fn))
         try:
-            resolve = _resolver(unit, normal, self.np_name, _LOCAL)
+            resolve = _resolver(unit, normal, self.np_name, LOCAL)
             node, _ = vectorize(
-                normal, dict(zip(names, infos)), resolve, _LOCAL, self.np_name, name, None, self.axis_name, self, returned
+                normal, dict(zip(names, infos)), resolve, LOCAL, self.np_name, name, None, self.axis_name, self, returned
             )
         except NoBatchRule as err:
             where = f" (line {err.line})" if err.line else ""

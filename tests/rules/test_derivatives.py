@@ -140,10 +140,10 @@ HELPER_PARAMS_NOT_EXERCISED = {
 
 def _unreachable_keys() -> set[str]:
     """Table entries that name the same object as an earlier one (np.absolute is np.abs): never looked up."""
-    from srctrans.ad.reverse import _rule_keys_by_id
     from srctrans.rules import object_named
+    from srctrans.rules.lookup import rule_keys_by_id
 
-    by_id = _rule_keys_by_id()
+    by_id = rule_keys_by_id()
     return {k for k in DERIVATIVES if (obj := object_named(k)) is not None and by_id.get(id(obj)) != k}
 
 

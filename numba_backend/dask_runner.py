@@ -344,10 +344,10 @@ class DaskRunner(PythonRunner):
 
     @property
     def client(self):
-        from srctrans.distributed import _alive, current_client
+        from srctrans.distributed import client_alive, current_client
 
         client = self._client
-        if not _alive(client):
+        if not client_alive(client):
             client = current_client()
             with self._state:
                 if client is not self._client:
@@ -638,10 +638,10 @@ class DaskRunner(PythonRunner):
             return RuntimeError(f"Numba could not compile {plan.program.file_name} on a Dask worker:\n{err.summary}")
         from types import SimpleNamespace
 
-        from srctrans.api import _compile_error
+        from srctrans.specialization import compile_error
 
         line = err.generated_line
-        return _compile_error(
+        return compile_error(
             plan.spec, SimpleNamespace(summary=err.summary, generated_file=str(plan.spec.gen.path), generated_line=line)
         )
 

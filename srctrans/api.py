@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import re
 import threading
 import types
 from collections.abc import Callable, Sequence
@@ -26,188 +25,25 @@ from typing import Any
 import numpy as np
 
 from . import sharding as _sharding
-from .cache import file_lock, load_module, origin_map
 from .capture import capture, unwrap
 from .config import config
-from .errors import CompileError
-from .pipeline import Generated, StaticArgs, Transform, generate
+from .pipeline import StaticArgs, Transform, generate
+from .specialization import (
+    RESERVED,
+    Specialization,
+    code_names,
+    compile_error,
+    leaf_names,
+    normalize_argnames,
+    normalize_argnums,
+    rebuild,
+    unbuild,
+)
 from .statics import opaque
 from .subclasses import plain, plain_leaves
-from .tree import DictKey, PyTreeDef, SequenceKey, keystr, tree_flatten, tree_flatten_with_path
+from .tree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path
 
 __all__ = ["grad", "jit", "source", "source_path", "value_and_grad", "vjp"]
-
-
-def _normalize_argnums(value, name: str) -> tuple:
-    if isinstance(value, (int, str)):
-        value = (value,)
-    try:
-        return tuple(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, a str or a sequence of them, got {value!r}") from None
-
-
-class _Specialization:
-    """One generated file (one set of static values and pytree structures) and its entry points.
-
-    ``trees`` maps each pytree argument to ``(treedef, leaf parameter names)``; ``layout``
-    says, for each differentiated argument, how its gradient is made from the flat ones
-    the generated function returns: ``"one"``, ``None`` (a ``None`` argument) or a treedef.
-    """
-
-    def __init__(
-        self,
-        gen: Generated,
-        options: dict[str, Any],
-        trees: dict[str, tuple[PyTreeDef, list[str]]] | None = None,
-        layout: list[tuple[str, Any]] | None = None,
-    ) -> None:
-        self.gen = gen
-        self.options = options
-        self.trees = trees or {}
-        self.layout = layout or []
-        self.total = sum(1 if kind == "one" else 0 if kind is None else kind.num_leaves for _, kind in self.layout)
-        self.plain = all(kind == "one" for _, kind in self.layout)  # one gradient per argument, as returned
-        params = gen.meta["params"]
-        self.arity = sum(1 for m in params if m[0] in ("arg", "attr", "leaf"))
-        self.returns = next((m[1] for m in params if m[0] == "returns"), None)
-        self._python = None
-        self._compiled = None
-        self._lock = threading.Lock()
-        self._origins: dict[int, tuple[str, int, str]] | None = None
-
-    @property
-    def python(self) -> Callable:
-        if self._python is None:
-            with file_lock(self.gen.path):
-                self.gen.ensure_file()  # written again if it went since it was generated
-                module = load_module(self.gen.path, self.gen.module_name + "_py", self.gen.bound)
-            self._python = getattr(module, self.gen.entry)
-        return self._python
-
-    @property
-    def compiled(self) -> Callable:
-        if self._compiled is None:
-            with self._lock:
-                if self._compiled is None and self.options.get("target") == "cuda":
-                    from numba_backend.cuda_jit import compile_module as compile_cuda
-
-                    path = self.gen.path
-                    self._compiled = compile_cuda(
-                        path, self.gen.module_name, self.gen.entry, self.gen.bound, lock=lambda: file_lock(path)
-                    )
-                elif self._compiled is None:
-                    from numba_backend.cpu import compile_module
-
-                    path = self.gen.path
-                    with file_lock(path):  # the file is as generated while Numba reads it
-                        self.gen.ensure_file()
-                        self._compiled = compile_module(
-                            path,
-                            self.gen.module_name,
-                            self.gen.meta["functions"],
-                            self.gen.entry,
-                            self.gen.bound,
-                            lock=lambda: file_lock(path),
-                            parallel=self.options["parallel"],
-                            fastmath=self.options["fastmath"],
-                            cache=self.options["cache"],
-                            boundscheck=self.options["boundscheck"],
-                        )
-        return self._compiled
-
-    def rebuild(self, raw: Any) -> Any:
-        """The function's result: returned lists and dicts rebuilt from the generated tuples."""
-        return raw if self.returns is None else _rebuild(self.returns, raw)
-
-    def rebuild_aux(self, aux: Any) -> Any:
-        """``aux`` of a ``has_aux`` function, which returned ``(value, aux)``."""
-        struct = self.returns
-        if isinstance(struct, dict) and len(struct.get("tuple", ())) == 2:
-            return _rebuild(struct["tuple"][1], aux)
-        return aux
-
-    def group(self, grads: Any) -> tuple:
-        """The generated function's flat gradients, one per differentiated argument, in its structure."""
-        flat = (grads,) if self.total == 1 else tuple(grads)
-        if self.plain:
-            return flat
-        out: list[Any] = []
-        i = 0
-        for _, kind in self.layout:
-            if kind is None:
-                out.append(None)
-            elif kind == "one":
-                out.append(flat[i])
-                i += 1
-            else:
-                out.append(kind.unflatten(flat[i : i + kind.num_leaves]))
-                i += kind.num_leaves
-        return tuple(out)
-
-    def leaf_path(self, name: str, index: int) -> str:
-        """``params['W']``: how the user writes leaf ``index`` of pytree argument ``name``."""
-        treedef = self.trees[name][0]
-        path = tree_flatten_with_path(treedef.unflatten(range(treedef.num_leaves)))[0][index][0]
-        return name + keystr(path)
-
-    def origins(self) -> dict[int, tuple[str, int, str]]:
-        if self._origins is None:
-            self._origins = origin_map(self.gen.text)
-        return self._origins
-
-    def user_location(self, line: int | None) -> tuple[str, int, str] | None:
-        """The user's (file, line, text) for a generated line, full path when known."""
-        if line is None:
-            return None
-        found = self.origins().get(line)
-        if found is None:
-            return None
-        file, user_line, text = found
-        return self.gen.meta.get("sources", {}).get(file, file), user_line, text
-
-    def explain(self, err: BaseException) -> None:
-        """Add a note naming the user's line to an exception raised in the generated file."""
-        if hasattr(err, "locate"):  # raised by a check in generated code: it names the user's line
-            err.locate(self.gen.meta.get("sources", {}))
-            return
-        tb = err.__traceback__
-        where = None
-        target = str(self.gen.path)
-        cuda = target[:-3] + ".cuda.py" if self.options.get("target") == "cuda" else None
-        origins = None
-        while tb is not None:
-            if tb.tb_frame.f_code.co_filename == target:
-                where, origins = tb.tb_lineno, None
-            elif tb.tb_frame.f_code.co_filename == cuda:  # the file that ran on the GPU: its own origin comments
-                where, origins = tb.tb_lineno, cuda
-            tb = tb.tb_next
-        if origins is not None:
-            target = origins
-            found = origin_map(Path(origins).read_text()).get(where)
-            loc = None if found is None else (self.gen.meta.get("sources", {}).get(found[0], found[0]), found[1], found[2])
-        else:
-            loc = self.user_location(where)
-            if loc is None and str(err).startswith("grad requires a scalar output"):  # compiled: the seed's line
-                seeds = [n for n, text in enumerate(self.gen.text.splitlines(), 1) if "rt.grad_seed(" in text]
-                if len(seeds) == 1:
-                    where = seeds[0]
-                    loc = self.user_location(where)
-        if not hasattr(err, "add_note"):  # pragma: no cover - Python 3.10
-            return
-        if loc is not None:
-            file, line, text = loc
-            err.add_note(f"in your code: {file}:{line}  {text}\n(generated file: {target}:{where})")
-        elif self._compiled is not None:
-            err.add_note(
-                f"raised by compiled code from {target}; to see the line, run it uncompiled with "
-                "srctrans.config.update('disable_jit', True) or SRCTRANS_DISABLE_JIT=1"
-            )
-            if isinstance(err, NotImplementedError) and str(err) == "incompatible shape for array":
-                err.add_note(  # Numba's reshape of an array that is not C-contiguous (a.T.reshape(2, -1))
-                    "Numba reshapes only C-contiguous arrays (NumPy copies the others): write "
-                    "np.ascontiguousarray(a.T).reshape(...) for a transposed or strided a"
-                )
 
 
 class Jitted:
@@ -248,7 +84,7 @@ class Jitted:
         self._self_param = self._param_names[0] if kind == "method" and self._param_names else None
         self._taken: frozenset[str] | None = None
         static = set()
-        for num in _normalize_argnums(static_argnums, "static_argnums"):
+        for num in normalize_argnums(static_argnums, "static_argnums"):
             if not isinstance(num, int):
                 raise TypeError(f"static_argnums must hold ints, got {num!r}")
             visible = self._param_names[len(bound_args):]
@@ -257,7 +93,7 @@ class Jitted:
                     f"static_argnums={num} is out of range for {pyfn.__qualname__}, which takes {len(visible)} arguments"
                 )
             static.add(visible[num])
-        for name in _normalize_argnames(static_argnames):
+        for name in normalize_argnames(static_argnames):
             if name not in self._param_names:
                 raise ValueError(f"static_argnames: {pyfn.__qualname__} has no parameter named {name!r}")
             static.add(name)
@@ -277,8 +113,8 @@ class Jitted:
             self._transform = Transform("jit", flags)
         else:  # another transformation's file, compiled with these options when _compile
             self._transform = Transform(_transform.name, _transform.options + (flags if _compile else ()))
-        self._specs: dict[tuple, _Specialization] = {}
-        self._simple: _Specialization | None = None
+        self._specs: dict[tuple, Specialization] = {}
+        self._simple: Specialization | None = None
         self._direct = self._compute_direct()
         self._fast: Callable | None = None
         self._fast_arity = -1
@@ -306,7 +142,7 @@ class Jitted:
 
     def _specialization(
         self, static_values: dict[str, Any], trees: dict[str, PyTreeDef] | None = None, nones: frozenset = frozenset()
-    ) -> _Specialization:
+    ) -> Specialization:
         """The specialization for these static values, pytree structures and ``None`` arguments differentiated."""
         key = self._static_key(static_values)
         if trees or nones:
@@ -319,7 +155,7 @@ class Jitted:
             options = self._options
             if static_values and opaque(static_values):  # one file per type of value: nothing of it frozen on disk
                 options = {**options, "cache": False}
-            spec = _Specialization(gen, options, named, self._layout(named, nones))
+            spec = Specialization(gen, options, named, self._layout(named, nones))
             self._specs[key] = spec
             if not self._static and not trees and not nones:
                 self._simple = spec
@@ -330,9 +166,9 @@ class Jitted:
         if not trees:
             return {}
         if self._taken is None:
-            self._taken = frozenset(_code_names(self._pyfn.__code__)) | _RESERVED
+            self._taken = frozenset(code_names(self._pyfn.__code__)) | RESERVED
         taken = set(self._taken)
-        return {name: (treedef, _leaf_names(name, treedef, taken)) for name, treedef in trees.items()}
+        return {name: (treedef, leaf_names(name, treedef, taken)) for name, treedef in trees.items()}
 
     def _spec_transform(self, named: dict, nones: frozenset) -> Transform:
         """The transformation for one specialization: ``wrt`` lists the leaves of pytree arguments."""
@@ -358,7 +194,7 @@ class Jitted:
             return []
         return [(n, named[n][0] if n in named else None if n in nones else "one") for n in self._wrt]
 
-    def _prepare(self, args: tuple, kwargs: dict, bound_args: tuple | None = None) -> tuple[_Specialization, list]:
+    def _prepare(self, args: tuple, kwargs: dict, bound_args: tuple | None = None) -> tuple[Specialization, list]:
         """Bind the call's arguments; returns the specialization and the generated function's arguments."""
         args = (self._bound_args if bound_args is None else bound_args) + args
         if self._bound_kwargs:
@@ -427,18 +263,18 @@ class Jitted:
             spec, call_args = self._prepare(args, kwargs)
         return self._result(spec, self._run(spec, call_args))
 
-    def _result(self, spec: _Specialization, raw, args: tuple | None = None, kwargs: dict | None = None):
+    def _result(self, spec: Specialization, raw, args: tuple | None = None, kwargs: dict | None = None):
         """What the caller gets from the generated function's return value (grad picks its part,
         in the dtypes of the call's arguments ``args``, ``kwargs`` when given)."""
         return spec.rebuild(raw)
 
     @staticmethod
-    def _explain(spec: _Specialization, err: Exception) -> None:
+    def _explain(spec: Specialization, err: Exception) -> None:
         if hasattr(err, "generated_file"):
-            raise _compile_error(spec, err) from None
+            raise compile_error(spec, err) from None
         spec.explain(err)
 
-    def _run(self, spec: _Specialization, call_args):
+    def _run(self, spec: Specialization, call_args):
         try:
             if config.disable_jit or not self._compile:
                 return spec.python(*call_args)
@@ -452,7 +288,7 @@ class Jitted:
 
     # --- seeing ------------------------------------------------------------------
 
-    def _any_spec(self) -> _Specialization:
+    def _any_spec(self) -> Specialization:
         if self._simple is not None:
             return self._simple
         if self._specs:
@@ -552,7 +388,7 @@ class Grad(Jitted):
         if self._has_aux:
             options += (("has_aux", True),)
         jit_options = dict(jit_options or {})
-        if jit_options and _calls_transformations(fn):
+        if jit_options and calls_transformations(fn):
             # an adjoint file of its own: calls of vmapped functions become loops Numba compiles
             # (uncompiled, the vmap file of their vjp runs instead; see srctrans.nested_calls)
             options += (("compiled", True),)
@@ -734,7 +570,7 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
         spec, call_args = runner._prepare(tuple(primals), {})
         if spec.returns is not None:  # a dict or list result: the cotangent in the same structure
             struct = spec.returns["tuple"][0] if has_aux else spec.returns
-            cotangent = _unbuild(struct, cotangent)
+            cotangent = unbuild(struct, cotangent)
         raw = runner._run(spec, [*call_args, cotangent])
         return _in_primal_dtypes(spec.group(raw[-1]), list(primals))  # one cotangent per primal, in its structure
 
@@ -771,102 +607,6 @@ def _any_tree(args: tuple, wrt: tuple | None) -> bool:
         if _is_container(a) or (a is None and wrt is not None) or (type(a) is not np.ndarray and isinstance(a, np.ndarray)):
             return True
     return False
-
-
-# names generated code may use besides the user's: numpy (under any name desugar picks), runtime helpers
-_RESERVED = frozenset({"np", "numpy", "np_", "np__", "rt", "math"})
-
-
-def _code_names(code: types.CodeType) -> set[str]:
-    """Every name a function's code (nested comprehensions included) uses."""
-    names = set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars) | set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return names
-
-
-def _key_text(key: Any) -> str:
-    raw = key.idx if isinstance(key, SequenceKey) else key.key if isinstance(key, DictKey) else key.name
-    return re.sub(r"\W", "_", str(raw))
-
-
-def _leaf_names(name: str, treedef: PyTreeDef, taken: set[str]) -> list[str]:
-    """Parameter names for the leaves of argument ``name``, after their paths.
-
-    ``params["W"]`` -> ``params_W``, ``params[0][1]`` -> ``params_0_1``; a name in ``taken``
-    gets a number (``params_W_1``). The names are added to ``taken``.
-    """
-    paths = [p for p, _ in tree_flatten_with_path(treedef.unflatten(range(treedef.num_leaves)))[0]]
-    out = []
-    for i, path in enumerate(paths):
-        base = "_".join([name, *(_key_text(k) for k in path)])
-        if not base.isidentifier():
-            base = f"{name}_leaf{i}"
-        candidate, n = base, 0
-        while candidate in taken:
-            n += 1
-            candidate = f"{base}_{n}"
-        taken.add(candidate)
-        out.append(candidate)
-    return out
-
-
-def _rebuild(struct: Any, raw: Any) -> Any:
-    """A returned value from the tuples the generated function gives (see :func:`srctrans.passes.leaves.results`)."""
-    if struct == "*" or raw is None:
-        return raw
-    if struct is None:
-        return None
-    ((kind, kids),) = struct.items()
-    subs = [s for _, s in kids] if kind == "dict" else kids
-    it = iter(raw)
-    values = [None if s is None else _rebuild(s, next(it)) for s in subs]
-    if kind == "dict":
-        return dict(zip((k for k, _ in kids), values))
-    return values if kind == "list" else tuple(values)
-
-
-def _unbuild(struct: Any, value: Any, where: str = "cotangent") -> Any:
-    """The inverse of :func:`_rebuild`: a value shaped like the function's result (a cotangent)
-    as the tuples the generated function works with; a structure that differs is a ``TypeError``."""
-    if struct == "*" or struct is None:
-        return value
-    ((kind, kids),) = struct.items()
-    if kind == "dict":
-        if not isinstance(value, dict) or set(value) != {k for k, _ in kids}:
-            raise TypeError(f"vjp: the {where} must be a dict with keys {[k for k, _ in kids]}, like the result")
-        parts = [(value[k], s, f"{where}[{k!r}]") for k, s in kids]
-    else:
-        want = list if kind == "list" else tuple
-        if not isinstance(value, (list, tuple)) or len(value) != len(kids):
-            raise TypeError(f"vjp: the {where} must be a {want.__name__} of {len(kids)}, like the result")
-        parts = [(v, s, f"{where}[{i}]") for i, (v, s) in enumerate(zip(value, kids))]
-    return tuple(_unbuild(s, v, w) for v, s, w in parts if s is not None)
-
-
-def _normalize_argnames(value) -> tuple[str, ...]:
-    names = (value,) if isinstance(value, str) else tuple(value)
-    for n in names:
-        if not isinstance(n, str):
-            raise TypeError(f"static_argnames must hold parameter names, got {n!r}")
-    return names
-
-
-def _compile_error(spec: _Specialization, err) -> CompileError:
-    loc = spec.user_location(err.generated_line)
-    message = "Numba could not compile this line:\n" + err.summary
-    hint = f"generated file: {err.generated_file}" + (f":{err.generated_line}" if err.generated_line else "")
-    if loc is None:
-        return CompileError(message, filename=err.generated_file, line=err.generated_line, hint=hint)
-    file, line, text = loc
-    col = None
-    try:
-        src = Path(file).read_text().splitlines()[line - 1]
-        col = len(src) - len(src.lstrip())
-    except (OSError, IndexError):
-        src = text
-    return CompileError(message, filename=file, line=line, col=col, source_line=src, hint=hint)
 
 
 def jit(
@@ -914,12 +654,12 @@ def jit(
     return Jitted(fn, **options)
 
 
-def _calls_transformations(fn: Callable) -> bool:
+def calls_transformations(fn: Callable) -> bool:
     """Whether ``fn`` reads something of srctrans's, so its body may call a transformation."""
-    from .nested_calls import _reads_srctrans
+    from .nested_calls import reads_srctrans
 
     try:
-        return _reads_srctrans(capture(unwrap(fn)[0]))
+        return reads_srctrans(capture(unwrap(fn)[0]))
     except Exception:  # noqa: BLE001 - a function srctrans cannot read fails later, with its own error
         return False
 
@@ -1008,13 +748,13 @@ class _Tangents:
         raw = self.runner._run(spec, [*call_args, *flat])
         return self.finish(spec, raw)
 
-    def finish(self, spec: _Specialization, raw: Any) -> tuple:
+    def finish(self, spec: Specialization, raw: Any) -> tuple:
         """The tangent file's raw result (tuples for returned lists and dicts) in the function's structure."""
         if self.has_aux:
             out, aux, out_dot = raw
             struct = spec.returns
             if isinstance(struct, dict) and len(struct.get("tuple", ())) == 2:
-                out, out_dot = _rebuild(struct["tuple"][0], out), _rebuild(struct["tuple"][0], out_dot)
+                out, out_dot = rebuild(struct["tuple"][0], out), rebuild(struct["tuple"][0], out_dot)
             return out, out_dot, spec.rebuild_aux(aux)
         out, out_dot = raw
         return spec.rebuild(out), spec.rebuild(out_dot)
@@ -1308,7 +1048,7 @@ def _basis(leaves: list, dtype_of: Callable) -> tuple[int, list[int], list[np.nd
     return n, offsets, stacked
 
 
-def _batched_file(state: dict, spec: _Specialization, in_axes: tuple, jit_options: dict | None):
+def _batched_file(state: dict, spec: Specialization, in_axes: tuple, jit_options: dict | None):
     """``vmap`` of one generated file (tangent or vjp), made once per specialization."""
     from .batching import VMapped
 
@@ -1515,7 +1255,7 @@ def _jacrev_batched(state: dict, fn: Callable, args: tuple, out: Any, out_leaves
     n, offsets, cts = _basis(out_leaves, _cotangent_dtype)
     cotangent = out_tree.unflatten(cts)  # shaped like the result, as vjp_fn takes it; as the file takes it:
     if spec.returns is not None:  # a dict or list result, as tuples
-        cotangent = _unbuild(spec.returns["tuple"][0] if dict(runner._transform.options).get("has_aux") else spec.returns, cotangent)
+        cotangent = unbuild(spec.returns["tuple"][0] if dict(runner._transform.options).get("has_aux") else spec.returns, cotangent)
     if len(call_args) + 1 != len(inspect.signature(spec.python).parameters):
         raise TypeError("the vjp file takes other arguments than expected")  # the loop copes
     batched = _batched_file(state, spec, (None,) * len(call_args) + (0,), _jit_options(fn))

@@ -33,11 +33,13 @@ import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .capture import Captured
 from .config import config
 from .errors import CacheError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .capture import Captured
 
 FOLDER = "__srctrans__"
 ORIGIN_RE = re.compile(r"^\s*# (?P<file>[^\s:]+):(?P<line>\d+)  ")

@@ -124,7 +124,7 @@ def _client_at(distributed, address: str, timeout: float):
         ) from None
 
 
-def _alive(client) -> bool:
+def client_alive(client) -> bool:
     return client is not None and getattr(client, "status", None) in ("running", "connecting", "newly-created")
 
 
@@ -132,14 +132,14 @@ def current_client(start: bool = True):
     """The client ``backend="dask"`` uses (see the module docstring); None when there is none and not ``start``."""
     with _LOCK:
         client = _STATE["client"]
-        if _alive(client):
+        if client_alive(client):
             return client
         distributed = _import_distributed()
         try:
             default = distributed.Client.current(allow_global=True)
         except ValueError:
             default = None
-        if _alive(default):
+        if client_alive(default):
             return default
         if not start:
             return None

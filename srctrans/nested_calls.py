@@ -67,7 +67,7 @@ class Nested:
         ``taken``: the names already used in the generated file, which a new name must avoid
         unless it names the same function.
         """
-        if not _reads_srctrans(pf.captured):
+        if not reads_srctrans(pf.captured):
             return pf, {}
         rewriter = _Rewriter(self, pf, taken)
         node = pf.node
@@ -522,13 +522,13 @@ class _Rewriter(cst.CSTTransformer):
         return self.call(key, f"{_stem(fn)}_{kind}", lambda: target, list(updated.args), original)
 
 
-def _reads_srctrans(cap) -> bool:
+def reads_srctrans(cap) -> bool:
     """Whether the function reads a global or closure value from srctrans (the module, a
     transformation, a function one made): only then can it call one; the others are not visited."""
-    from .analysis.resolve import _code_names
+    from .analysis.resolve import global_names
 
     closure = cap.closure
-    for name in _code_names(cap.fn.__code__) | set(closure):
+    for name in global_names(cap.fn.__code__) | set(closure):
         value = closure[name] if name in closure else cap.fn.__globals__.get(name)
         module = value.__name__ if isinstance(value, types.ModuleType) else getattr(type(value), "__module__", "")
         if module.split(".")[0] == "srctrans" or getattr(value, "__module__", None) == "srctrans.api":
@@ -537,9 +537,9 @@ def _reads_srctrans(cap) -> bool:
 
 
 def reads_srctrans_anywhere(fn: Any, seen: set[int] | None = None) -> bool:
-    """:func:`_reads_srctrans` for ``fn`` or any function of the user's it reads (a global or
+    """:func:`reads_srctrans` for ``fn`` or any function of the user's it reads (a global or
     closure value), at any depth: whether a transformation may be called somewhere below it."""
-    from .analysis.resolve import _code_names
+    from .analysis.resolve import global_names
     from .capture import capture
 
     fn = getattr(fn, "__srctrans_function__", fn)
@@ -551,9 +551,9 @@ def reads_srctrans_anywhere(fn: Any, seen: set[int] | None = None) -> bool:
         cap = capture(fn)
     except Exception:  # (its own transformation reports a function without source)
         return False
-    if _reads_srctrans(cap):
+    if reads_srctrans(cap):
         return True
-    for name in _code_names(fn.__code__) | set(cap.closure):
+    for name in global_names(fn.__code__) | set(cap.closure):
         value = cap.closure[name] if name in cap.closure else fn.__globals__.get(name)
         if value is not fn and reads_srctrans_anywhere(value, seen):
             return True

@@ -432,5 +432,5 @@ def explain(fn: Any) -> str:
     return plan.explain()
 
 
-def _warn_fallback(text: str) -> None:
+def warn_fallback(text: str) -> None:
     warnings.warn(text, ShardingFallbackWarning, stacklevel=5)  # at the caller of the jit/grad function

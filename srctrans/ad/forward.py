@@ -793,9 +793,9 @@ def tangent_functions(entry, by_fn: dict, transform, np_name: str, params_meta, 
     Returns the callees' tangent functions (the entry's replaces ``entry.node``) and the
     names of the entry's tangent parameters, in order.
     """
-    from ..build import _at_line, _normal, _resolver, desugared
     from ..emit import clean_signature
     from ..errors import NoDerivativeError, UnsupportedSyntaxError
+    from ..normal_form import at_line, desugared, normalize, resolver
 
     names: dict[tuple[int, tuple[str, ...]], str] = {}
     queue: list[tuple[Any, tuple[str, ...]]] = []
@@ -822,14 +822,14 @@ def tangent_functions(entry, by_fn: dict, transform, np_name: str, params_meta, 
         return add_function(getattr(obj.jvp, "__srctrans_function__", obj.jvp)).emit_name
 
     def run(unit, node, wrt, name, has_aux=False):
-        resolve = _resolver(unit, node, np_name, LOCAL)
+        resolve = resolver(unit, node, np_name, LOCAL)
         try:
             return forward(node, resolve, wrt, name, np_name, callee_jvp, custom_rule, has_aux)
         except NoRuleError as err:
-            raise _at_line(unit.pf, NoDerivativeError, err.line, f"no derivative rule for {err.what}",
+            raise at_line(unit.pf, NoDerivativeError, err.line, f"no derivative rule for {err.what}",
                            "srctrans.custom_jvp will let you give one; until then, compute this outside the differentiated function") from None
         except NotDifferentiable as err:
-            raise _at_line(unit.pf, UnsupportedSyntaxError, err.line, err.what, err.hint or None) from None
+            raise at_line(unit.pf, UnsupportedSyntaxError, err.line, err.what, err.hint or None) from None
 
     options = dict(transform.options)
     params = [p.name.value for p in entry.node.params.params]
@@ -841,7 +841,7 @@ def tangent_functions(entry, by_fn: dict, transform, np_name: str, params_meta, 
     while done < len(queue):
         unit, active = queue[done]
         done += 1
-        node = _normal(unit, desugared(unit, np_name), namespace)
+        node = normalize(unit, desugared(unit, np_name), namespace)
         name = names[(id(unit.pf.captured.fn), active)]
         node = clean_signature(node, name)
         out.append(run(unit, node, active, name))

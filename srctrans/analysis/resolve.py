@@ -187,11 +187,12 @@ def lookup(fn: types.FunctionType, name: str, closure: dict[str, Any]) -> tuple[
 # --- fingerprints (no parsing) -------------------------------------------------
 
 
-def _code_names(code: types.CodeType) -> set[str]:
+def global_names(code: types.CodeType) -> set[str]:
+    """The global names a function's code (nested functions and comprehensions included) reads."""
     names = set(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _code_names(const)
+            names |= global_names(const)
     return names
 
 
@@ -238,7 +239,7 @@ def function_fingerprint(fn: types.FunctionType, seen: dict[int, str] | None = N
     h.update(f"srctrans {__version__}\n{cap.filename}\n{cap.qualname}\n{cap.name}\n{cap.firstlineno}\n".encode())
     h.update(cap.source.encode())
     closure = cap.closure
-    for name in sorted(_code_names(fn.__code__) | set(closure)):
+    for name in sorted(global_names(fn.__code__) | set(closure)):
         found = lookup(fn, name, closure)
         if found is None or found[0] == "builtin":
             continue

@@ -31,22 +31,22 @@ from ..tree import tree_flatten, tree_unflatten
 _METHODS = ("auto", "vectorize", "loop")
 
 
-def _check_axes_spec(spec: Any, what: str) -> None:
+def check_axes_spec(spec: Any, what: str) -> None:
     """``in_axes``/``out_axes``: an int, None, or tuples/lists/dicts of them."""
     if spec is None or (isinstance(spec, (int, np.integer)) and not isinstance(spec, bool)):
         return
     if isinstance(spec, (tuple, list)):
         for s in spec:
-            _check_axes_spec(s, what)
+            check_axes_spec(s, what)
         return
     if isinstance(spec, dict):
         for s in spec.values():
-            _check_axes_spec(s, what)
+            check_axes_spec(s, what)
         return
     raise TypeError(f"vmap {what} must be an int, None, or a tuple, list or dict of them; got {spec!r}")
 
 
-def _prefix(spec: Any, tree: Any, where: str, what: str) -> list:
+def axes_for_leaves(spec: Any, tree: Any, where: str, what: str) -> list:
     """``spec`` (a prefix of ``tree``'s structure) given to each leaf of ``tree``, in flattening order."""
     if spec is None or isinstance(spec, (int, np.integer)):
         leaves, _ = tree_flatten(tree)
@@ -57,14 +57,14 @@ def _prefix(spec: Any, tree: Any, where: str, what: str) -> list:
             raise ValueError(f"vmap {what} for {where} is a dict with keys {sorted(spec)}, but the value has {got}")
         out: list = []
         for key in sorted(tree):
-            out += _prefix(spec[key], tree[key], f"{where}[{key!r}]", what)
+            out += axes_for_leaves(spec[key], tree[key], f"{where}[{key!r}]", what)
         return out
     if not isinstance(tree, (tuple, list)) or len(tree) != len(spec):
         got = f"{len(tree)} entries" if isinstance(tree, (tuple, list)) else f"a {type(tree).__name__}"
         raise ValueError(f"vmap {what} for {where} has {len(spec)} entries, but the value has {got}")
     out = []
     for i, (s, t) in enumerate(zip(spec, tree)):
-        out += _prefix(s, t, f"{where}[{i}]", what)
+        out += axes_for_leaves(s, t, f"{where}[{i}]", what)
     return out
 
 
@@ -130,8 +130,8 @@ class VMapped:
 
         if method not in _METHODS:
             raise ValueError(f"vmap method must be one of {', '.join(map(repr, _METHODS))}, got {method!r}")
-        _check_axes_spec(in_axes, "in_axes")
-        _check_axes_spec(out_axes, "out_axes")
+        check_axes_spec(in_axes, "in_axes")
+        check_axes_spec(out_axes, "out_axes")
         if isinstance(in_axes, list):
             in_axes = tuple(in_axes)
         if axis_size is not None and (not isinstance(axis_size, (int, np.integer)) or axis_size < 0):
@@ -222,9 +222,9 @@ class VMapped:
                 )
             out: list = []
             for name, s, a in zip(self._params, spec, args):
-                out += _prefix(s, a, f"argument {name!r}", "in_axes")
+                out += axes_for_leaves(s, a, f"argument {name!r}", "in_axes")
             return out
-        return _prefix(spec, tuple(args), "the arguments", "in_axes")
+        return axes_for_leaves(spec, tuple(args), "the arguments", "in_axes")
 
     def __call__(self, *args, **kwargs):
         if kwargs:  # as in JAX: keyword arguments are batched along axis 0, in_axes covers the positional ones
@@ -403,7 +403,7 @@ class VMapped:
                 k += len(flat)
             results.append(fn(*call))
         first, out_tree = tree_flatten(results[0])
-        axes = _prefix(self.out_axes, results[0], "the result", "out_axes")
+        axes = axes_for_leaves(self.out_axes, results[0], "the result", "out_axes")
         stacked = [np.stack([np.asarray(tree_flatten(r)[0][t]) for r in results]) for t in range(len(first))]
         return tree_unflatten(out_tree, [place_batch_axis(v, a, t, self.__qualname__) for t, (v, a) in enumerate(zip(stacked, axes))])
 
@@ -553,11 +553,11 @@ class VMapped:
             return rt.plain_batches(self._runner(spec)(*arrays))
         except Exception as err:
             if hasattr(err, "generated_file"):  # Numba's refusal, located in the generated file
-                from ..api import _compile_error
+                from ..specialization import compile_error
 
                 if getattr(spec, "fallback", None) is not None:
                     raise _VectorizedUncompilable() from None
-                raise _compile_error(spec, err) from None
+                raise compile_error(spec, err) from None
             spec.explain(err)
             raise
 
@@ -605,9 +605,9 @@ class VMapped:
         specs = self._specs.get(key)
         if specs is not None:
             return specs
-        from ..api import _RESERVED, _code_names, _leaf_names, _Specialization
         from ..nested_calls import reads_srctrans_anywhere
         from ..pipeline import StaticArgs, Transform, generate
+        from ..specialization import RESERVED, Specialization, code_names, leaf_names
 
         options = {"target": "cpu", "parallel": False, "fastmath": False, "cache": True, "boundscheck": True}
         if self._jit:
@@ -624,10 +624,10 @@ class VMapped:
             flags, ranks, size = per_level[index]
             named: dict = {}
             if index == len(levels) - 1:  # the user's function: pytree arguments become leaves
-                taken = set(_code_names(fn.__code__)) | _RESERVED if hasattr(fn, "__code__") else set(_RESERVED)
+                taken = set(code_names(fn.__code__)) | RESERVED if hasattr(fn, "__code__") else set(RESERVED)
                 for name, a, treedef in zip(self._params, args, treedefs):
                     if treedef.num_leaves != 1 or tree_flatten(a)[0][0] is not a:
-                        named[name] = (treedef, _leaf_names(name, treedef, taken))
+                        named[name] = (treedef, leaf_names(name, treedef, taken))
             parallel = bool(options["parallel"]) and index == 0
             method = "loop" if compiled_loop and level.method == "auto" else level.method
             opts: tuple = (("method", method), ("batched", flags), ("ndim", ranks))
@@ -647,7 +647,7 @@ class VMapped:
             tag += "_parallel" if parallel else ""
             tag += "_compiled" if ("compiled", True) in opts else ""
             gen = generate(fn, Transform("vmap", opts, tag=tag), StaticArgs({}, named))
-            spec = _Specialization(gen, options, named)
+            spec = Specialization(gen, options, named)
             if len([m for m in gen.meta["params"] if m[0] in ("arg", "leaf")]) != len(flags):
                 raise TypeError(f"vmap: {self.__qualname__}'s generated file takes other arguments than expected")
             specs[index] = spec
@@ -676,7 +676,7 @@ class VMapped:
         flat = [_array(v) for v in flat]
         for index in range(len(levels) - 1, -1, -1):
             level, spec = levels[index], specs[index]
-            axes = _prefix(level.out_axes, out, "the result", "out_axes")
+            axes = axes_for_leaves(level.out_axes, out, "the result", "out_axes")
             unbatched = set(spec.gen.meta.get("vmap", {}).get("unbatched_outputs", []))
             vectorized = spec.gen.meta.get("vmap", {}).get("method") == "vectorize"
             for k, a in enumerate(axes):
@@ -830,10 +830,10 @@ def _compiled_grad(level: VMapped, options: dict, base: Callable) -> Callable:
     """Under ``jit(vmap(grad(f)))``, the adjoint file Numba compiles: where ``f`` calls
     transformations (``srctrans.vmap(g, ...)(x)``), that file loops over their examples instead of
     calling their uncompiled vjp (see :mod:`srctrans.nested_calls`); else the level's function."""
-    from ..api import Grad, _calls_transformations
+    from ..api import Grad, calls_transformations
     from ..nesting import adjoint_function
 
     fn = level._fn
-    if not isinstance(fn, Grad) or fn._compile or not _calls_transformations(fn._fn):
+    if not isinstance(fn, Grad) or fn._compile or not calls_transformations(fn._fn):
         return base
     return adjoint_function(Grad(fn._fn, **fn._grad_args, jit_options=options))

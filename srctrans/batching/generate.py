@@ -21,8 +21,8 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
     batched arguments.
     """
     from ..analysis.resolve import LOCAL
-    from ..build import _at_line, _resolver
     from ..errors import UnsupportedSyntaxError
+    from ..normal_form import at_line, resolver
     from .loop import loop_function, outputs_of
     from .vectorize import NoBatchRule, vectorize
 
@@ -48,13 +48,13 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
         info = {p: Info(bool(b), r) for p, b, r in zip(params, flags, ranks)}
         callees = _Callees(by_fn or {}, np_name, namespace, options.get("axis_name"), name)
         try:
-            resolve = _resolver(unit, normal, np_name, LOCAL)
+            resolve = resolver(unit, normal, np_name, LOCAL)
             node, unbatched = vectorize(
                 normal, info, resolve, LOCAL, np_name, name, axis_size, options.get("axis_name"), callees
             )
         except NoBatchRule as err:
             if method == "vectorize":
-                raise _at_line(pf, UnsupportedSyntaxError, err.line, f"vmap cannot vectorize this: {err.what}",
+                raise at_line(pf, UnsupportedSyntaxError, err.line, f"vmap cannot vectorize this: {err.what}",
                                "use vmap(..., method='loop') (or 'auto') to loop over the examples instead") from None
             where = f"line {err.line}: " if err.line else ""
             why = f"the vectorized rewrite stops at {where}{err.what}"
@@ -65,7 +65,7 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
             return callees.made, "vmap method: vectorized (every statement has a batching rule)", meta
     else:
         normal = _normal_form(unit, np_name, namespace, static)
-        resolve = _resolver(unit, normal, np_name, LOCAL)
+        resolve = resolver(unit, normal, np_name, LOCAL)
     _refuse_collectives(normal, resolve, pf, why)
     outputs = outputs_of(normal)
     wrapper = loop_function(entry.emit_name, params, list(flags), outputs, name, axis_size, bool(options.get("parallel")), why)
@@ -78,14 +78,14 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
 def _normal_form(unit, np_name: str, namespace, static=None) -> cst.FunctionDef:
     """``unit``'s function as the rewrite reads it: desugared, structured, in A-normal form,
     a returned display returned directly; with ``static``, the entry's signature too."""
-    from ..build import _entry_signature, _normal, desugared
     from ..emit import clean_signature
+    from ..normal_form import desugared, entry_signature, normalize
 
-    normal = _normal(unit, desugared(unit, np_name), namespace)
+    normal = normalize(unit, desugared(unit, np_name), namespace)
     normal = clean_signature(normal, unit.emit_name)
     if static is not None:
-        normal, _ = _entry_signature(unit, normal, static)
-    return _return_display(normal)
+        normal, _ = entry_signature(unit, normal, static)
+    return return_display(normal)
 
 
 class _Callees:
@@ -161,7 +161,7 @@ class _Callees:
         """``normal`` vectorized for arguments ``infos`` as function ``name``, and what is known of
         its result; :class:`Unbatchable`, saying why, where the rewrite cannot express it."""
         from ..analysis.resolve import LOCAL
-        from ..build import _resolver
+        from ..normal_form import resolver
         from ..rules.batching import Unbatchable
         from .vectorize import NoBatchRule, vectorize
 
@@ -174,7 +174,7 @@ class _Callees:
         returned: list[Info] = []
         self.busy.add(id(fn))
         try:
-            resolve = _resolver(unit, normal, self.np_name, LOCAL)
+            resolve = resolver(unit, normal, self.np_name, LOCAL)
             node, _ = vectorize(
                 normal, dict(zip(names, infos)), resolve, LOCAL, self.np_name, name, None, self.axis_name, self, returned
             )
@@ -237,9 +237,9 @@ def _side_effect(node: cst.FunctionDef) -> str:
 def _refuse_collectives(node: cst.FunctionDef, resolve, pf, why: str) -> None:
     """A collective (``psum(x, "i")`` ...) in a function vmap loops over cannot see the other
     examples: refuse it at its line, with the reason the function is looped over."""
-    from ..build import _at_line
     from ..cache import ORIGIN_RE
     from ..errors import UnsupportedSyntaxError
+    from ..normal_form import at_line
     from ..rules.batching import BATCHING
     from .vectorize import code, rule_key
 
@@ -280,7 +280,7 @@ def _refuse_collectives(node: cst.FunctionDef, resolve, pf, why: str) -> None:
         return
     call, line = found[0]
     looping = "method='loop' was asked for" in why
-    raise _at_line(
+    raise at_line(
         pf, UnsupportedSyntaxError, line,
         f"{code(call)} needs every example of the batch at once, but vmap calls this function "
         f"one example at a time here: {why}",
@@ -289,7 +289,7 @@ def _refuse_collectives(node: cst.FunctionDef, resolve, pf, why: str) -> None:
     )
 
 
-def _return_display(node: cst.FunctionDef) -> cst.FunctionDef:
+def return_display(node: cst.FunctionDef) -> cst.FunctionDef:
     """``out = (a, b)`` then ``return out`` (a returned dict or list, as tuples) -> ``return a, b``."""
     body = list(node.body.body)
     if len(body) < 2 or not all(isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 for st in body[-2:]):

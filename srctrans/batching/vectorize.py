@@ -35,7 +35,7 @@ from ..passes.fuse import assigned_once as _assigned_once
 from ..passes.fuse import children as _children
 from ..passes.fuse import inline_temporaries as _inline_temporaries
 from ..rules import object_named
-from ..rules.batching import _NO_VALUE, BATCHING, BatchRule, Info, Operand, Site, Unbatchable, pad
+from ..rules.batching import BATCHING, NO_VALUE, BatchRule, Info, Operand, Site, Unbatchable, pad
 from ..rules.derivatives import OPERATORS
 from .tuples import split_displays
 
@@ -137,7 +137,7 @@ class _Ops:
             parts = [self.operand(el.value, env, batched) for el in expr.elements]
             if any(p.batched for p in parts):
                 raise Unbatchable("a tuple or list holding batched values")
-            value: Any = _NO_VALUE
+            value: Any = NO_VALUE
             if all(p.constant for p in parts):
                 value = tuple(p.value for p in parts) if isinstance(expr, cst.Tuple) else [p.value for p in parts]
             ranks = [p.rank for p in parts]

@@ -29,16 +29,16 @@ from .devices import devices as list_devices
 
 
 def _check_spec(spec: Any, what: str) -> None:
-    from ..batching.api import _check_axes_spec
+    from ..batching.api import check_axes_spec
 
     try:
-        _check_axes_spec(spec, what)
+        check_axes_spec(spec, what)
     except TypeError as err:
         raise TypeError(str(err).replace("vmap ", "pmap ", 1)) from None
 
 
 def _prefix(spec: Any, tree: Any, where: str, what: str) -> list:
-    from ..batching.api import _prefix as vmap_prefix
+    from ..batching.api import axes_for_leaves as vmap_prefix
 
     try:
         return vmap_prefix(spec, tree, where, what)
@@ -97,13 +97,13 @@ class _Spec:
     """One parallel file (for one set of mapped leaves and pytree structures) and its stages."""
 
     def __init__(self, gen, named: dict) -> None:
-        from ..api import _Specialization
         from ..cache import load_module
+        from ..specialization import Specialization
         from .runner import Stage
 
         self.gen = gen
         self.named = named
-        self.spec = _Specialization(gen, {"parallel": False, "fastmath": False, "cache": True, "boundscheck": True})
+        self.spec = Specialization(gen, {"parallel": False, "fastmath": False, "cache": True, "boundscheck": True})
         module = load_module(gen.path, gen.module_name, gen.bound)
         self.driver = getattr(module, gen.entry)
         info = gen.meta["pmap"]
@@ -300,17 +300,17 @@ class PMapped:
         if spec is not None:
             self._last = spec
             return spec
-        from ..api import _RESERVED, _code_names, _leaf_names
         from ..pipeline import StaticArgs
+        from ..specialization import RESERVED, code_names, leaf_names
         from .stages import parallel_file
 
         with self._lock:
             fn = self._base
             named: dict = {}
-            taken = set(_code_names(fn.__code__)) | _RESERVED if hasattr(fn, "__code__") else set(_RESERVED)
+            taken = set(code_names(fn.__code__)) | RESERVED if hasattr(fn, "__code__") else set(RESERVED)
             for name, a, treedef in zip(self._params, args, treedefs):
                 if treedef.num_leaves != 1 or tree_flatten(a)[0][0] is not a:
-                    named[name] = (treedef, _leaf_names(name, treedef, taken))
+                    named[name] = (treedef, leaf_names(name, treedef, taken))
             gen = parallel_file(fn, flags, self.axis_name, StaticArgs({}, named))
             spec = _Spec(gen, named)
             self._specs[key] = spec

@@ -1091,7 +1091,7 @@ def _runner(mesh: Any, compiled: bool) -> Any:
 def sharded_call(fn: Any, args: tuple, kwargs: dict) -> Any:
     """Call transformed function ``fn`` on arguments holding sharded arrays (see :mod:`srctrans.sharding`)."""
     from ..config import config
-    from ..sharding import ShardedArray, _warn_fallback
+    from ..sharding import ShardedArray, warn_fallback
     from ..tree import tree_map
 
     shardings: dict[int, Any] = {}
@@ -1129,14 +1129,14 @@ def sharded_call(fn: Any, args: tuple, kwargs: dict) -> Any:
             made = _make(spec, shapes, ranks, mesh, compiled, fn)
             cache[key] = made
             if not made.sharded:
-                _warn_fallback(f"{fn.__qualname__}: {made.explain()}")
+                warn_fallback(f"{fn.__qualname__}: {made.explain()}")
         current = made
     else:
         current = Plan(False, reason)
         cache = fn.__dict__.setdefault("_sharding_plans", {})
         if reason not in cache:
             cache[reason] = current
-            _warn_fallback(f"{fn.__qualname__}: {current.explain()}")
+            warn_fallback(f"{fn.__qualname__}: {current.explain()}")
     fn._sharding_last = current
     if not current.sharded:
         return fn(*plain_args, **plain_kwargs)

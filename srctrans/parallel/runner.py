@@ -151,12 +151,12 @@ class Stage:
             options = {"parallel": False, "fastmath": False, "cache": True, "boundscheck": True}
             options.update({k: v for k, v in jit_options.items() if k in options})
             key = ("whole",) + tuple(sorted(options.items()))
-            with self._lock:  # made once per set of options: a new _Specialization would compile again
+            with self._lock:  # made once per set of options: a new Specialization would compile again
                 spec = self._vmaps.get(key)
                 if spec is None:
-                    from ..api import _Specialization
+                    from ..specialization import Specialization
 
-                    spec = self._vmaps[key] = _Specialization(self.gen, options)
+                    spec = self._vmaps[key] = Specialization(self.gen, options)
             return self.path, self.gen.entry, spec.compiled
         spec = self.specialization(jit_options, args)
         fn = spec.compiled if compiled else spec.python

@@ -167,7 +167,7 @@ def _build(anf_gen: Generated, batched: tuple[bool, ...], axis_name: str | None,
     """The parallel file's text and meta, from the ``anf`` file of the function."""
     import libcst as cst
 
-    from ..batching.generate import _return_display
+    from ..batching.generate import return_display
     from ..batching.loop import outputs_of
     from ..cache import load_module
     from ..passes.control import JumpError, structure
@@ -189,7 +189,7 @@ def _build(anf_gen: Generated, batched: tuple[bool, ...], axis_name: str | None,
         entry = structure(original)  # early returns, break, continue: one return, at the end
     except JumpError as err:
         raise located.error(_origin(err.node), "return", err.message, err.hint) from None
-    entry = _return_display(entry)  # a returned dict or list: return a, b (the leaves)
+    entry = return_display(entry)  # a returned dict or list: return a, b (the leaves)
     module = module.with_changes(body=[entry if s is original else s for s in module.body])
     params = [p.name.value for p in entry.params.params]
     if len(params) != len(batched):

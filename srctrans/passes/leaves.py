@@ -1,6 +1,6 @@
 """Leaves: pytree arguments come in as their leaves, pytree results go out as nested tuples.
 
-Generated code only sees flat arrays and scalars (see ``DESIGN.md``, "call"). The API
+Generated code only sees flat arrays and scalars (see docs/design.rst, "The normal form's contract"). The API
 flattens each container argument (tuple, list, dict, namedtuple) at call time and the
 generated function takes its leaves as separate parameters, named after their paths
 (``params["W"]`` -> ``params_W``, ``params[0][1]`` -> ``params_0_1``). This pass rewrites

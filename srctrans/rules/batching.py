@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-_NO_VALUE = object()
+NO_VALUE = object()
 
 
 class Unbatchable(Exception):
@@ -62,7 +62,7 @@ class Operand:
 
     text: str
     info: Info
-    value: Any = _NO_VALUE
+    value: Any = NO_VALUE
 
     @property
     def batched(self) -> bool:
@@ -74,7 +74,7 @@ class Operand:
 
     @property
     def constant(self) -> bool:
-        return self.value is not _NO_VALUE
+        return self.value is not NO_VALUE
 
 
 @dataclass

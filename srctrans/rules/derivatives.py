@@ -41,73 +41,12 @@ without one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    default: str | None = None  # source text of the default, None when required
-
-
-@dataclass(frozen=True)
-class Rule:
-    """How to differentiate one operation."""
-
-    kind: str  # elementwise | vjp | nondiff
-    params: tuple[Param, ...]
-    templates: dict[str, str] = field(default_factory=dict)  # param -> partial (elementwise) or vjp
-    needs_ans: bool = False
-    # forward mode: LINEAR, MULTILINEAR or param -> tangent term ({t}: the param's tangent);
-    # left out of repr so that reverse mode's rule fingerprint does not depend on it
-    jvp: str | dict[str, str] | None = field(default=None, repr=False, compare=False)
-    # reverse mode, in a loop: param -> a statement adding the contribution into {sink}, an
-    # array made for that loop's adjoints alone, in place (no temporaries); see _open_sinks
-    accumulate: dict[str, str] = field(default_factory=dict)
-
-    def template(self, param: str) -> str | None:
-        return self.templates.get(param)
-
-
-def _signature(text: str) -> tuple[Param, ...]:
-    params = []
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        name, _, default = part.partition("=")
-        params.append(Param(name.strip(), default.strip() or None))
-    return tuple(params)
-
-
-_NAMES = ("x", "y", "z")
-
-
-def elementwise(*partials: str | None) -> Rule:
-    params = tuple(Param(n) for n in _NAMES[: len(partials)])
-    templates = {p.name: t for p, t in zip(params, partials) if t is not None}
-    return Rule("elementwise", params, templates, any("{ans}" in t for t in templates.values()))
-
-
-LINEAR = "linear"
-MULTILINEAR = "multilinear"
-
-
-def vjp(signature: str, jvp: str | dict[str, str] | None = None, accumulate: dict[str, str] | None = None, **templates: str) -> Rule:
-    needs_ans = any("{ans}" in t for t in templates.values())
-    return Rule("vjp", _signature(signature), dict(templates), needs_ans, jvp, dict(accumulate or {}))
+from .model import LINEAR, MULTILINEAR, Param, Rule, constant_only, elementwise, nondiff, parse_signature, vjp
 
 
 def _reduction_jvp(helper: str, rest: str) -> dict[str, str]:
     """A reduction whose adjoint is ``expand(g) * K(x)``: its tangent is ``sum_to(t * K(x))``."""
     return {"x": f"rt.sum_to({{t}} * rt.{helper}(rt.ones_like({{ans}}), {{x}}, {rest}), {{ans}}, {{axis}}, {{keepdims}})"}
-
-
-def nondiff(signature: str = "x") -> Rule:
-    return Rule("nondiff", _signature(signature))
-
-
-def constant_only(signature: str) -> Rule:
-    return Rule("vjp", _signature(signature), jvp={})
 
 
 # Python operators map onto the NumPy functions with the same meaning.
@@ -186,7 +125,7 @@ DERIVATIVES: dict[str, Rule] = {
     "numpy.sinc": elementwise("rt.sinc_grad({x})"),
     # (NumPy 2's min= and max= in the place of a_min and a_max: the other pair is None)
     "numpy.clip": Rule(
-        "elementwise", _signature("x, a_min=None, a_max=None, out=None, min=None, max=None"),
+        "elementwise", parse_signature("x, a_min=None, a_max=None, out=None, min=None, max=None"),
         {"x": "rt.inside_mask({x}, {a_min}, {a_max}) * rt.inside_mask({x}, {min}, {max})"},
     ),
     # --- Python builtins and math -----------------------------------------------

@@ -58,11 +58,9 @@ to ``1 / ans_`` (or ``exp(-ans_)``), which gives their ``ans_`` terms; ``prod_gr
 
 from __future__ import annotations
 
-# Defined before the import below: derivatives.py imports this module at its end, and this
-# module may be the one imported first (the table is filled in and merged further down).
-RUNTIME_DERIVATIVES: dict = {}
+from .model import LINEAR, MULTILINEAR, elementwise, nondiff, vjp
 
-from .derivatives import DERIVATIVES, LINEAR, MULTILINEAR, elementwise, nondiff, vjp  # noqa: E402
+RUNTIME_DERIVATIVES: dict = {}  # merged into srctrans.rules.derivatives.DERIVATIVES there
 
 
 # ``sum_to(u * helper(ones, ...))``: the adjoint of ``g`` in a reduction's adjoint ``expand(g) * K(x)``
@@ -443,4 +441,3 @@ RUNTIME_DERIVATIVES.update({
         u="rt.interp_grad({g}, {x}, {xp}, {u}, {left}, {right}, {period})",
     ),
 })
-DERIVATIVES.update(RUNTIME_DERIVATIVES)  # when this module was imported first

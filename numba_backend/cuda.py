@@ -38,7 +38,8 @@ import numpy as np
 from numba import cuda
 
 from srctrans.cache import load_module, module_name_for
-from srctrans.parallel.devices import BackendUnavailableError, Device
+from srctrans.errors import BackendUnavailableError
+from srctrans.parallel.devices import Device
 from srctrans.parallel.kernels import ArgSpec, KernelSource, kernel_file, storage_dtype
 from srctrans.parallel.runner import REDUCTIONS, PythonRunner, Sharded, Stage, split_rows
 
@@ -68,9 +69,7 @@ def put(value: Any, device: Device) -> Any:
     from . import cuda_arrays
 
     if cuda_arrays.SIMULATED or cuda_arrays.cupy is None:
-        from .cuda_jit import available
-
-        available()
+        cuda_arrays.available()
         return cuda_arrays.to_device(value)
     with cuda_arrays.cupy.cuda.Device(device.index):
         return cuda_arrays.to_device(value)

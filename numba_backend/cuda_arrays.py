@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
+from srctrans.errors import BackendUnavailableError
+
 from .cuda_device import SIMULATED, ld, maximum, minimum, sign  # noqa: F401 - names the generated files import
 
 THREADS = 32 if SIMULATED else 256  # the simulator runs each thread of a block as a Python thread
@@ -346,3 +348,20 @@ def entry_point(function: Any) -> Any:
     run.__wrapped__ = function
     run.__name__ = getattr(function, "__name__", "run")
     return run
+
+
+def available() -> None:
+    """Raise :class:`BackendUnavailableError` unless a GPU with CuPy (or the simulator) is there."""
+    if SIMULATED:
+        return
+    if not cuda.is_available():
+        raise BackendUnavailableError(
+            "jit(target='cuda'): no CUDA GPU is usable here (Numba found no CUDA driver or device). "
+            "To run on Numba's CUDA simulator instead, set NUMBA_ENABLE_CUDASIM=1 in the environment "
+            "before numba.cuda is first imported"
+        )
+    if cupy is None:
+        raise BackendUnavailableError(
+            "jit(target='cuda') keeps arrays on the GPU as CuPy arrays, and CuPy is not installed: "
+            "pip install 'srctrans[cuda]'"
+        )

@@ -18,34 +18,16 @@ from typing import Any
 from numba import cuda
 
 from srctrans.cache import load_module, module_name_for
-from srctrans.parallel.devices import BackendUnavailableError
 
 from . import cuda_arrays
 from .cuda import KERNEL_LOG_ENV
-
-
-def available() -> None:
-    """Raise :class:`BackendUnavailableError` unless a GPU with CuPy (or the simulator) is there."""
-    if cuda_arrays.SIMULATED:
-        return
-    if not cuda.is_available():
-        raise BackendUnavailableError(
-            "jit(target='cuda'): no CUDA GPU is usable here (Numba found no CUDA driver or device). "
-            "To run on Numba's CUDA simulator instead, set NUMBA_ENABLE_CUDASIM=1 in the environment "
-            "before numba.cuda is first imported"
-        )
-    if cuda_arrays.cupy is None:
-        raise BackendUnavailableError(
-            "jit(target='cuda') keeps arrays on the GPU as CuPy arrays, and CuPy is not installed: "
-            "pip install 'srctrans[cuda]'"
-        )
 
 
 def compile_module(
     path: Path, module_name: str, entry: str, bound: dict[str, Any], lock: Callable[[], ContextManager]
 ) -> Callable:
     """The entry function of ``path``'s CUDA form, taking host or device arrays, returning device arrays."""
-    available()
+    cuda_arrays.available()
     from srctrans.gpu import cuda_file
 
     with lock():
@@ -117,7 +99,7 @@ def per_example(
 
     from srctrans.parallel.kernels import ArgSpec, kernel_file, storage_dtype
 
-    available()
+    cuda_arrays.available()
     xp = cuda_arrays.xp
     specs = []
     args = []

@@ -44,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from srctrans.parallel.devices import BackendUnavailableError, Device
+from srctrans.errors import BackendUnavailableError
+from srctrans.parallel.devices import Device
 from srctrans.parallel.runner import REDUCTIONS, PythonRunner, Sharded, Stage, split_rows
 
 __all__ = ["DaskRunner", "DaskSharded", "DaskWorkerLostError", "Program", "devices", "make_runner"]

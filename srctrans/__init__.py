@@ -5,9 +5,7 @@ that Numba compiles; nothing is traced, so Python control flow, ``print`` and
 pdb keep working.
 """
 
-__version__ = "0.1.0"
-
-from . import distributed, random, sharding  # noqa: E402  (srctrans.random.key(0), as jax.random)
+from . import distributed, parallel, random, sharding  # noqa: E402  (parallel first: srctrans.runtime imports its collectives)
 from .ad.custom import custom_vjp, stop_gradient  # noqa: E402
 from .ad.custom_jvp import custom_jvp  # noqa: E402
 from .api import grad, hessian, jacfwd, jacrev, jit, jvp, linearize, source, source_path, value_and_grad, vjp  # noqa: E402
@@ -38,6 +36,7 @@ from .sharding import (  # noqa: E402
     make_mesh,
     set_mesh,
 )
+from .version import __version__  # noqa: F401
 
 __all__ = [
     "AxisType",

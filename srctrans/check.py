@@ -440,9 +440,9 @@ def check_vjp(
 
 
 def _default_transform(name: str) -> Callable[..., Any]:
-    import srctrans
+    from . import api
 
-    fn = getattr(srctrans, name, None)
+    fn = getattr(api, name, None)
     if fn is None:
         raise NotImplementedError(
             f"check_grads needs srctrans.{name}, which this version of srctrans does not provide; "

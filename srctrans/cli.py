@@ -16,11 +16,11 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import __version__
 from .cache import clean as clean_tree
 from .cache import readable_name, user_cache_root
 from .errors import SrcTransError
 from .pipeline import Transform, generate
+from .version import __version__
 
 TRANSFORMS = {
     "jit": "the file srctrans.jit compiles (desugared source)",

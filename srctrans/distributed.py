@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .parallel.devices import BackendUnavailableError
+from .errors import BackendUnavailableError
 
 __all__ = ["SchedulerUnreachableError", "close", "connect", "current_client", "worker_addresses"]
 

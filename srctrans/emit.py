@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from . import __version__
 from .analysis.names import dotted
 from .cache import HASH_PREFIX, META_PREFIX
 from .parse import ParsedFunction
+from .version import __version__
 
 
 class _Origins(cst.CSTTransformer):

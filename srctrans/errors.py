@@ -97,6 +97,10 @@ class CacheError(SrcTransError):
     """srctrans cannot keep a generated file where it goes (a directory is in the way ...)."""
 
 
+class BackendUnavailableError(RuntimeError):
+    """A backend was asked for that cannot run here (module missing, no GPU, no scheduler)."""
+
+
 class CacheWarning(UserWarning):
     """Something in the cache was damaged and has been replaced (a Numba cache entry ...)."""
 

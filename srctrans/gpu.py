@@ -32,5 +32,5 @@ def cuda_file(path: Path) -> Path:
         return out
     from .gpu_source import cuda_source
 
-    write_if_changed(out, cuda_source(text, path.name))
+    write_if_changed(out, cuda_source(text, path.name, dependency_hash(text)))
     return out

@@ -28,8 +28,8 @@ import re
 
 import libcst as cst
 
-from . import __version__
 from .cache import HASH_PREFIX, META_PREFIX, read_header
+from .version import __version__
 
 # Elementwise NumPy (and math) functions a kernel computes one element at a time: the
 # qualified function -> the scalar code, "{0}", "{1}" for its arguments. Functions whose
@@ -446,8 +446,9 @@ class _Imports(cst.CSTTransformer):
         return cst.parse_statement(line + "\n").with_changes(leading_lines=updated.leading_lines)
 
 
-def cuda_source(text: str, display: str) -> str:
-    """The CUDA form of the generated file ``text`` (named ``display`` in its header)."""
+def cuda_source(text: str, display: str, dep: str) -> str:
+    """The CUDA form of the generated file ``text`` (named ``display`` in its header; ``dep``: the
+    dependency hash :func:`srctrans.gpu.cuda_file` keeps it by)."""
     module = cst.parse_module(text)
     modules = _modules(module)
     fuse = _Fuse(module, modules)
@@ -470,9 +471,6 @@ def cuda_source(text: str, display: str) -> str:
     if kernels:
         body_text += "\n\n" + "\n\n\n".join(kernels) + "\n"
     body_text += "\n\n" + rest[imports_end:].lstrip("\n")
-    from .gpu import dependency_hash
-
-    dep = dependency_hash(text)
     body_hash = hashlib.sha256(body_text.encode()).hexdigest()[:16]
 
     head = [

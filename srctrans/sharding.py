@@ -360,9 +360,9 @@ def device_put(x: Any, sharding: Any = None) -> Any:
     from .tree import tree_flatten
 
     if getattr(sharding, "kind", None) == "cuda":  # one GPU: its arrays (jit(..., target="cuda") uses them in place)
-        from .parallel.devices import backend_module
+        from .backend import parallel_module
 
-        put = backend_module("cuda").put
+        put = parallel_module("cuda").put
         leaves, treedef = tree_flatten(x)
         return treedef.unflatten([put(leaf, sharding) for leaf in leaves])
     named = _resolve(sharding)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .backend import jit_module
 from .cache import file_lock, load_module, origin_map
 from .errors import CompileError
 from .pipeline import Generated
@@ -81,15 +82,12 @@ class Specialization:
         if self._compiled is None:
             with self._lock:
                 if self._compiled is None and self.options.get("target") == "cuda":
-                    from numba_backend.cuda_jit import compile_module as compile_cuda
-
                     path = self.gen.path
-                    self._compiled = compile_cuda(
+                    self._compiled = jit_module("cuda").compile_module(
                         path, self.gen.module_name, self.gen.entry, self.gen.bound, lock=lambda: file_lock(path)
                     )
                 elif self._compiled is None:
-                    from numba_backend.cpu import compile_module
-
+                    compile_module = jit_module("cpu").compile_module
                     path = self.gen.path
                     with file_lock(path):  # the file is as generated while Numba reads it
                         self.gen.ensure_file()

@@ -226,8 +226,8 @@ def value_fingerprint(value: Any, seen: dict[int, str]) -> str:
 
 def function_fingerprint(fn: types.FunctionType, seen: dict[int, str] | None = None) -> str:
     """Hash of ``fn``'s source and of everything it reads, recursively; cycle-safe."""
-    from .. import __version__  # late: avoids an import cycle
     from ..capture import capture
+    from ..version import __version__
 
     seen = {} if seen is None else seen
     key = id(fn)

@@ -341,13 +341,12 @@ class VMapped:
         sizes = {np.shape(v)[0] for v, b in zip(values, batched) if b}
         if len(sizes) != 1:
             return _MISMATCH
-        from numba_backend.cuda_jit import per_example
-
+        from ..backend import jit_module
         from ..errors import SrcTransError
 
         path, name = source
         try:
-            outs, self.__dict__["_kernel_file"] = per_example(path, name, self._params, values, batched, constants)
+            outs, self.__dict__["_kernel_file"] = jit_module("cuda").per_example(path, name, self._params, values, batched, constants)
         except (SrcTransError, KeyError):  # no scalar form (a matrix product's adjoint, an unknown call, uint8 ...)
             refused.add(key)
             return _MISMATCH

@@ -16,17 +16,14 @@ can set it with ``monkeypatch.setenv("SRCTRANS_CPU_DEVICES", "8")``.
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
-BACKENDS = ("cpu", "cuda", "dask")
+from ..backend import parallel_module
+from ..errors import BackendUnavailableError  # noqa: F401  (srctrans.parallel.devices.BackendUnavailableError, as before)
 
-# The module that implements each backend other than the CPU's, imported when first asked for,
-# so those files can be added (and their dependencies installed) independently. Each provides
-# ``devices() -> list[Device]`` and ``make_runner(devices) -> Runner`` (see runner.py).
-BACKEND_MODULES = {"cuda": "numba_backend.cuda", "dask": "numba_backend.dask_runner"}
+BACKENDS = ("cpu", "cuda", "dask")
 
 CPU_DEVICES_ENV = "SRCTRANS_CPU_DEVICES"
 
@@ -70,10 +67,6 @@ class Device:
         return f"{self.kind}:{self.index}"
 
 
-class BackendUnavailableError(RuntimeError):
-    """A backend was asked for that cannot run here (module missing, no GPU, no scheduler)."""
-
-
 def cpu_device_count() -> int:
     """How many logical CPU devices there are: ``SRCTRANS_CPU_DEVICES`` (default 1)."""
     text = os.environ.get(CPU_DEVICES_ENV, "").strip()
@@ -97,21 +90,6 @@ def check_backend(backend: str | None) -> str:
     return backend
 
 
-def backend_module(backend: str):
-    """The module implementing ``backend`` (not "cpu"), imported now; a clear error when it is missing."""
-    name = BACKEND_MODULES[backend]
-    try:
-        return importlib.import_module(name)
-    except ImportError as err:
-        missing = getattr(err, "name", None)
-        if missing == name:
-            why = f"{name} is not part of this installation"
-        else:
-            why = f"importing {name} failed: {err}"
-        extra = "pip install 'srctrans[cuda]'" if backend == "cuda" else "pip install 'srctrans[dask]'"
-        raise BackendUnavailableError(f"backend={backend!r} is not available: {why} (try {extra})") from err
-
-
 def devices(backend: str | None = None) -> list[Device]:
     """The devices of ``backend`` (default ``"cpu"``), like ``jax.devices()``.
 
@@ -122,7 +100,7 @@ def devices(backend: str | None = None) -> list[Device]:
     backend = check_backend(backend)
     if backend == "cpu":
         return [Device("cpu", i) for i in range(cpu_device_count())]
-    module = backend_module(backend)
+    module = parallel_module(backend)
     lister = getattr(module, "devices", None) or getattr(module, "list_devices", None)
     if lister is None:
         raise BackendUnavailableError(f"backend={backend!r}: {module.__name__} does not define devices()")

@@ -42,7 +42,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .devices import BackendUnavailableError, Device, backend_module, check_backend
+from ..backend import parallel_module
+from ..errors import BackendUnavailableError
+from .devices import Device, check_backend
 from .devices import devices as list_devices
 
 REDUCTIONS = ("sum", "max", "min", "gather")
@@ -329,13 +331,11 @@ def runner_for(
             return runner
         if backend == "cpu":
             if compiled:
-                from numba_backend.parallel_cpu import CpuRunner
-
-                runner = CpuRunner(devs, dict(options))
+                runner = parallel_module("cpu").CpuRunner(devs, dict(options))
             else:
                 runner = PythonRunner(devs)
         else:
-            module = backend_module(backend)
+            module = parallel_module(backend)
             make = getattr(module, "make_runner", None)
             if make is None:
                 for cls_name in (f"{backend.capitalize()}Runner", f"{backend.upper()}Runner", "Runner"):

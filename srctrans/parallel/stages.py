@@ -570,6 +570,6 @@ def _collective_import(stmt) -> bool:
 
 
 def _version() -> str:
-    from .. import __version__
+    from ..version import __version__
 
     return __version__

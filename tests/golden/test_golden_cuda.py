@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from srctrans.gpu import dependency_hash
 from srctrans.gpu_source import cuda_source
 
 from .test_golden import _body
@@ -24,7 +25,7 @@ CASES = ["branches", "euler", "mlp", "rnn", "tanh"]
 @pytest.mark.parametrize("case", CASES)
 def test_golden_cuda_form(case, request):
     text = (HERE / "grad_expected" / f"{case}.grad.py").read_text()
-    body = _body(cuda_source(text, f"{case}.grad.py"))
+    body = _body(cuda_source(text, f"{case}.grad.py", dependency_hash(text)))
     ast.parse(body)  # valid Python
     expected_path = HERE / "cuda_expected" / f"{case}.cuda.py"
     if request.config.getoption("--update-golden"):

@@ -20,7 +20,7 @@ from srctrans.parallel.devices import BackendUnavailableError, Device
 
 from . import pmap_functions as fns
 
-devices_module = importlib.import_module("srctrans.parallel.devices")  # (srctrans.parallel.devices is also the function)
+backend_module = importlib.import_module("srctrans.backend")
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(16, 3))
 W = RNG.normal(size=3)
@@ -60,7 +60,7 @@ def test_devices_default_one_and_set_by_the_environment(monkeypatch):
 def test_unknown_backend_and_missing_backend_module(monkeypatch):
     with pytest.raises(ValueError, match="backend must be one of"):
         srctrans.pmap(fns.centered, axis_name="i", backend="tpu")
-    monkeypatch.setitem(devices_module.BACKEND_MODULES, "cuda", "numba_backend.no_such_cuda_module")
+    monkeypatch.setitem(backend_module.PARALLEL_MODULES, "cuda", "numba_backend.no_such_cuda_module")
     with pytest.raises(BackendUnavailableError, match="backend='cuda' is not available"):
         srctrans.pmap(fns.centered, axis_name="i", backend="cuda")(X[:, 0])
 

@@ -5,7 +5,7 @@ that Numba compiles; nothing is traced, so Python control flow, ``print`` and
 pdb keep working.
 """
 
-from . import distributed, parallel, random, sharding  # noqa: E402  (parallel first: srctrans.runtime imports its collectives)
+from . import distributed, parallel, random, sharding  # noqa: E402,F401  (parallel first: srctrans.runtime imports its collectives)
 from .ad.custom import custom_vjp, stop_gradient  # noqa: E402
 from .ad.custom_jvp import custom_jvp  # noqa: E402
 from .api import grad, hessian, jacfwd, jacrev, jit, jvp, linearize, source, source_path, value_and_grad, vjp  # noqa: E402

@@ -20,13 +20,15 @@ import threading
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .backend import jit_module
 from .cache import file_lock, load_module, origin_map
 from .errors import CompileError
-from .pipeline import Generated
 from .tree import DictKey, PyTreeDef, SequenceKey, keystr, tree_flatten_with_path
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .pipeline import Generated
 
 
 def normalize_argnums(value, name: str) -> tuple:

@@ -158,7 +158,6 @@ KNOWN_CIRCLE_MEMBERS = {
     "srctrans.parallel.runner",
     "srctrans.pipeline",
     "srctrans.sharding",
-    "srctrans.specialization",
 }
 
 # (importer, imported): an import from a higher layer

@@ -15,6 +15,11 @@ Two workloads, srctrans figures under ``srctrans.jit``:
   OpenBLAS's default threads on a small shared machine go wrong: 7.8 ms for one product
   that takes 25 us on one thread (measured in Numba and NumPy alike); run with
   ``OPENBLAS_NUM_THREADS=1`` to see the code rather than the thread pool.
+- ``per-example grads of a branch``: the gradient of a Huber loss (``if abs(r) < 1.0``) for
+  each of N=10,000 examples of 8 features, ``vmap(grad(huber), in_axes=(None, 0, 0))``: the
+  branch on a batched value becomes a masked select (issue 24; it looped over the examples
+  before), against the same with ``method="loop"``, hand-written NumPy and JAX's
+  ``jax.jit(jax.vmap(jax.grad(...)))`` (``jnp.where`` in place of the ``if``).
 - ``tanh(W @ x)``: one tanh layer (W 512x512) over a batch of 1,000 vectors of 512,
   ``vmap(layer, in_axes=(None, 0))``, whose ``W @ x`` becomes one matrix-matrix product,
   against the per-example loop in NumPy, one NumPy matmul ``X @ W.T`` alone, and the
@@ -133,6 +138,59 @@ def _callee_grads(rng, repeats: int, log) -> list[Row]:
     return [Row(f"{NAME}/callee_grads", k, v) for k, v in samples.items()]
 
 
+def huber(w, x, y):
+    r = np.dot(w, x) - y
+    if abs(r) < 1.0:
+        loss = 0.5 * r * r
+    else:
+        loss = abs(r) - 0.5
+    return loss
+
+
+def hand_huber_grads(w, X, y):
+    r = X @ w - y
+    return np.where(np.abs(r) < 1.0, r, np.sign(r))[:, None] * X
+
+
+def _branch_grads(rng, repeats: int, log) -> list[Row]:
+    import srctrans
+
+    n, d = 10_000, 8
+    w, X, y = rng.normal(size=d), rng.normal(size=(n, d)), 2.0 * rng.normal(size=n)
+    axes = (None, 0, 0)
+    vectorized = srctrans.jit(srctrans.vmap(srctrans.grad(huber), in_axes=axes))
+    looped = srctrans.jit(srctrans.vmap(srctrans.grad(huber), in_axes=axes, method="loop"))
+    want = hand_huber_grads(w, X, y)
+    np.testing.assert_allclose(vectorized(w, X, y), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(looped(w, X, y), want, rtol=1e-12, atol=1e-12)
+    method = srctrans.vmap(srctrans.grad(huber), in_axes=axes)
+    method(w, X, y)
+    log(f"  per-example grads of a branch: vmap method {method._last()[0].gen.meta['vmap']['method']}")
+    impls = {
+        "hand-written NumPy": (lambda: hand_huber_grads(w, X, y)),
+        "srctrans.jit(vmap(grad(huber)))": (lambda: vectorized(w, X, y)),
+        "srctrans.jit(vmap(grad(huber))), loop": (lambda: looped(w, X, y)),
+    }
+    try:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+
+        def jhuber(w, x, y):
+            r = jnp.dot(w, x) - y
+            return jnp.where(jnp.abs(r) < 1.0, 0.5 * r * r, jnp.abs(r) - 0.5)
+
+        jfn = jax.jit(jax.vmap(jax.grad(jhuber), in_axes=axes))
+        jargs = tuple(jnp.asarray(a) for a in (w, X, y))
+        np.testing.assert_allclose(np.asarray(jfn(*jargs)), want, rtol=1e-12, atol=1e-12)
+        impls["jax.jit(vmap(grad(huber)))"] = lambda: jax.block_until_ready(jfn(*jargs))
+    except Exception as err:  # noqa: BLE001 - any JAX failure skips its row
+        log(f"  (JAX row skipped: {type(err).__name__}: {err})")
+    samples = compare(impls, repeats)
+    return [Row(f"{NAME}/branch_grads", k, v) for k, v in samples.items()]
+
+
 def run(repeats: int, log=print) -> CaseResult:
     import srctrans
 
@@ -180,6 +238,7 @@ def run(repeats: int, log=print) -> CaseResult:
     samples = compare(layer_impls, repeats)
     rows += [Row(f"{NAME}/layer", k, v) for k, v in samples.items()]
     rows += _callee_grads(rng, repeats, log)
+    rows += _branch_grads(rng, repeats, log)
 
     result = CaseResult(NAME, rows, baseline=None)
     med = {r.impl: r.median for r in rows}
@@ -202,4 +261,9 @@ def run(repeats: int, log=print) -> CaseResult:
     if "jax.jit(vmap(grad(net)))" in med:
         parts.append(f"jax / srctrans {med['jax.jit(vmap(grad(net)))'] / v:.2f}")
     result.lines.append("per-example grads through dense (no goal): " + "; ".join(parts))
+    b = med["srctrans.jit(vmap(grad(huber)))"]
+    parts = [f"loop / vectorized {med['srctrans.jit(vmap(grad(huber))), loop'] / b:.1f}"]
+    if "jax.jit(vmap(grad(huber)))" in med:
+        result.lines.append(goal_line("branch grads: jax / srctrans", med["jax.jit(vmap(grad(huber)))"] / b, ">=", 1.0))
+    result.lines.append("per-example grads of a branch: " + "; ".join(parts))
     return result

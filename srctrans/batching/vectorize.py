@@ -324,6 +324,71 @@ def _reads_outside(body: list, skip: cst.CSTNode) -> set[str]:
     return found
 
 
+def _read_only_where_taken(body: list, skip: cst.If, name: str, branch: str) -> bool:
+    """Whether every read of ``name`` in ``body`` outside ``skip`` lies in the ``branch`` ("then" or
+    "else") of an ``if`` on ``skip``'s test, a name assigned once: where that branch was not taken,
+    the function never reads ``name`` (Python would raise), so its value there does not matter.
+
+    (Reverse mode writes such pairs: ``if t3: t4 = 0.5 * r ...`` forward, ``if t3: ... t4 ...`` backward.)"""
+    test = skip.test
+    if not isinstance(test, cst.Name) or _assignments(body).get(test.value, 0) != 1:
+        return False
+    ok = True
+
+    def visit(node: cst.CSTNode, inside: bool) -> None:
+        nonlocal ok
+        if node is skip or not ok:
+            return
+        if isinstance(node, cst.If):
+            visit(node.test, inside)
+            same = isinstance(node.test, cst.Name) and node.test.value == test.value
+            visit(node.body, inside or (same and branch == "then"))
+            if node.orelse is not None:
+                visit(node.orelse, inside or (same and branch == "else"))
+            return
+        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
+            return
+        if isinstance(node, cst.Name) and node.value == name and not inside:
+            ok = False
+            return
+        for child in node.children:
+            visit(child, inside)
+
+    for st in body:
+        visit(st, False)
+    return ok
+
+
+def _assignments(body: list) -> dict[str, int]:
+    """How many statements of ``body`` (at any depth) assign each name."""
+    counts: dict[str, int] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            if isinstance(node.target, cst.Name):
+                counts[node.target.value] = counts.get(node.target.value, 0) + 1
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            if isinstance(node.target, cst.Name):
+                counts[node.target.value] = counts.get(node.target.value, 0) + 1
+
+        def visit_For(self, node: cst.For) -> None:
+            for n in _names_of_target(node.target):
+                counts[n] = counts.get(n, 0) + 2  # a loop target changes every iteration
+
+    for st in body:
+        st.visit(V())
+    return counts
+
+
+def _names_of_target(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _names_of_target(el.value)]
+    return []
+
+
 def _reads_any(node: cst.CSTNode, names: frozenset) -> bool:
     class V(cst.CSTVisitor):
         found = False
@@ -450,7 +515,11 @@ class _Selects:
                 if name not in read_elsewhere:
                     continue  # a temporary of one branch
                 if name not in defined:
-                    raise NoBatchRule(f"{name} is assigned in one branch only and has no value before", _line_of(st))
+                    branch = "then" if name in m_then else "else"
+                    if not _read_only_where_taken(self.body, st, name, branch):
+                        raise NoBatchRule(f"{name} is assigned in one branch only and has no value before", _line_of(st))
+                    out.append(cst.parse_statement(f"{name} = {m_then.get(name) or m_else[name]}\n"))
+                    continue
             a, b = m_then.get(name, name), m_else.get(name, name)
             line = cst.parse_statement(f"{name} = {self.np}.where({test}, {a}, {b})\n")
             out.append(line)

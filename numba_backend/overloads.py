@@ -1358,6 +1358,88 @@ def _ov_tile(A, reps):
     return _tile_runner(A.ndim, n_reps)
 
 
+# --- rot90 (with axes=), rollaxis ---
+
+
+@register_jitable
+def _rot90_copy(m, k, a0, a1):
+    """np.rot90(m, k, (a0, a1)) as a C-contiguous copy (NumPy's is a view; the values are the same)."""
+    nd = m.ndim
+    src = np.ascontiguousarray(m)
+    flat = src.reshape(src.size)
+    k = k % 4
+    n0, n1 = m.shape[a0], m.shape[a1]
+    shape = np.empty(nd, np.intp)
+    step = np.empty(nd, np.intp)  # element strides of the source, C order
+    size = 1
+    for d in range(nd - 1, -1, -1):
+        shape[d] = m.shape[d]
+        step[d] = size
+        size *= m.shape[d]
+    if k % 2 == 1:
+        shape[a0], shape[a1] = n1, n0
+    out = np.empty(size, m.dtype)
+    for p in range(size):
+        rest = p
+        offset = 0
+        i0 = 0
+        i1 = 0
+        for d in range(nd - 1, -1, -1):
+            i = rest % shape[d]
+            rest //= shape[d]
+            if d == a0:
+                i0 = i
+            elif d == a1:
+                i1 = i
+            else:
+                offset += i * step[d]
+        if k == 0:
+            s0, s1 = i0, i1
+        elif k == 1:  # out[i, j] = m[j, n1 - 1 - i]
+            s0, s1 = i1, n1 - 1 - i0
+        elif k == 2:
+            s0, s1 = n0 - 1 - i0, n1 - 1 - i1
+        else:  # out[i, j] = m[n0 - 1 - j, i]
+            s0, s1 = n0 - 1 - i1, i0
+        out[p] = flat[offset + s0 * step[a0] + s1 * step[a1]]
+    return out.reshape(to_fixed_tuple(shape, nd))
+
+
+@overload(np.rot90)
+def _ov_rot90(m, k=1, axes=(0, 1)):
+    """np.rot90 with axes= (Numba's own takes none), as a copy."""
+    fname = "np.rot90"
+    _require_array(m, fname, 2)
+    if not (_is_int_tuple(axes) and len(axes) == 2) and not isinstance(axes, types.Omitted):
+        raise TypingError(f"{fname}: axes must be a pair of ints, got {axes}")
+    nd = m.ndim
+
+    def impl(m, k=1, axes=(0, 1)):
+        a0, a1 = _norm_axis(axes[0], nd), _norm_axis(axes[1], nd)
+        if a0 == a1:
+            raise ValueError("Axes must be different.")
+        return _rot90_copy(m, k, a0, a1)
+
+    return impl
+
+
+@overload(np.rollaxis)
+def _ov_rollaxis(a, axis, start=0):
+    """np.rollaxis as NumPy writes it for np.moveaxis: a view."""
+    fname = "np.rollaxis"
+    _require_array(a, fname, 1)
+    nd = a.ndim
+
+    def impl(a, axis, start=0):
+        ax = _norm_axis(axis, nd)
+        st = start + nd if start < 0 else start
+        if st < 0 or st > nd:
+            raise ValueError("rollaxis: start is out of bounds")
+        return np.moveaxis(a, ax, st - 1 if ax < st else st)
+
+    return impl
+
+
 # --- joining lists of arrays: stack, concatenate, hstack, vstack, array ---
 # Numba joins tuples of arrays itself; these take lists ([a, b] or built by .append).
 
@@ -1503,8 +1585,46 @@ def _ov_hstack(tup):
     return lambda tup: concatenate(tup, axis)
 
 
+def _mixed_arrays(seq: Any) -> int | None:
+    """The length of a literal list or tuple of arrays of different dimensions ([x, m] with a vector
+    and a matrix: Numba types it LiteralList), else None."""
+    if isinstance(seq, (types.LiteralList, types.BaseTuple)) and not isinstance(seq, types.UniTuple):
+        items = list(seq.types)
+        if items and all(isinstance(t, types.Array) for t in items) and len({t.ndim for t in items}) > 1:
+            return len(items)
+    return None
+
+
+@functools.cache
+def _join_items(n: int, call: str, each: str) -> Callable:
+    """``run(tup)``: ``call`` of the tuple of ``each(tup[i])``, written out for ``n`` items."""
+    items = "".join(f"{each}(tup[{i}]), " for i in range(n))
+    source = f"def run(tup):\n    return {call.format(items=items)}\n"
+    env = {"np": np, "same": _same_array, "rows": np.atleast_2d}
+    return register_jitable(_compile_source(source, "run", env))
+
+
+@register_jitable
+def _same_array(x):
+    return x
+
+
+@overload(np.column_stack)
+def _ov_column_stack(tup):
+    """A literal list of vectors and matrices ([x, m]): Numba's np.column_stack takes a tuple."""
+    n = _mixed_arrays(tup)
+    if n is None or not isinstance(tup, types.LiteralList):
+        return None
+    return _join_items(n, "np.column_stack(({items}))", "same")
+
+
 @overload(np.vstack)
 def _ov_vstack(tup):
+    n = _mixed_arrays(tup)
+    if n is not None:  # vectors and matrices: each vector a row
+        if any(t.ndim > 2 for t in tup.types):
+            raise TypingError("np.vstack: vectors beside arrays of more than 2 dimensions")
+        return _join_items(n, "np.concatenate(({items}), 0)", "rows")
     item = _require_list(tup, "np.vstack", min_ndim=1)
     if item.ndim == 1:
         stack = _stack_runner(1)

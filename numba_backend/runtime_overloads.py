@@ -3031,7 +3031,7 @@ def _sequence_grad(fname: str, g: Any, arrays: Any, signature: str, axis: str, e
     """An impl giving the adjoints of ``arrays``: pieces of ``g`` along ``axis`` (source text;
     ``None``: g's flat order), ``extent(name, t)`` long (source text) for an element ``t``."""
     _require_adjoint(fname, g)
-    if isinstance(arrays, types.BaseTuple):
+    if isinstance(arrays, (types.BaseTuple, types.LiteralList)):  # (LiteralList: [x, m] of different ndims)
         elements = list(arrays.types)
     elif isinstance(arrays, types.List):
         elements = [arrays.dtype]
@@ -3633,8 +3633,22 @@ def _ov_from_columns(m, b):
 
 # --- array functions and reductions (issue 20) ---
 # The helpers of np.append, np.column_stack, np.kron, np.select, np.average, np.median,
-# np.partition, np.convolve and np.interp (rt.rollaxis_grad has none: Numba compiles no
-# np.rollaxis). Argument combinations not handled raise TypingError.
+# np.partition, np.convolve, np.interp and np.rollaxis. Argument combinations not handled
+# raise TypingError.
+
+
+@overload(rt.rollaxis_grad)
+def _ov_rollaxis_grad(g, x, axis, start=0):
+    _require_array("rollaxis_grad", x)
+    _require_adjoint("rollaxis_grad", g)
+    n = x.ndim
+
+    def impl(g, x, axis, start=0):
+        ax = _norm_axis(axis, n)
+        st = start + n if start < 0 else start
+        return rt.unbroadcast(np.moveaxis(g, st - 1 if st > ax else st, ax), x)
+
+    return impl
 
 
 def _append_part(fname: str, first: bool):
@@ -3686,14 +3700,24 @@ def _ov_column_stack_grad(g, arrays):
     )
 
 
+@register_jitable
+def _as_row(v):
+    return np.ascontiguousarray(v).reshape((1, v.size))
+
+
+@register_jitable
+def _same(v):
+    return v
+
+
 def _kron_part(fname: str, of_a: bool):
     @overload(getattr(rt, fname))
     def _ov(g, a, b):
-        if not (isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim == b.ndim and a.ndim in (1, 2)):
-            raise TypingError(f"srctrans.runtime.{fname}: two vectors or two matrices, got {a} and {b}")
+        if not (isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim in (1, 2) and b.ndim in (1, 2)):
+            raise TypingError(f"srctrans.runtime.{fname}: vectors or matrices, got {a} and {b}")
         _require_array(fname, g)
         dt = _grad_dtype(a if of_a else b)
-        if a.ndim == 1:
+        if a.ndim == 1 and b.ndim == 1:
 
             def impl1(g, a, b):
                 m, p = a.shape[0], b.shape[0]
@@ -3708,19 +3732,24 @@ def _kron_part(fname: str, of_a: bool):
 
             return impl1
 
+        # a vector beside a matrix is the matrix of one row (as np.kron takes it)
+        a2 = _as_row if a.ndim == 1 else _same
+        b2 = _as_row if b.ndim == 1 else _same
+
         def impl2(g, a, b):
-            m, n = a.shape
-            p, q = b.shape
-            out = np.zeros(a.shape if of_a else b.shape, dt)
+            am, bm = a2(a), b2(b)
+            m, n = am.shape
+            p, q = bm.shape
+            out = np.zeros(am.shape if of_a else bm.shape, dt)
             for i in range(m):
                 for j in range(n):
                     for k in range(p):
                         for l in range(q):  # noqa: E741
                             if of_a:
-                                out[i, j] += g[i * p + k, j * q + l] * b[k, l]
+                                out[i, j] += g[i * p + k, j * q + l] * bm[k, l]
                             else:
-                                out[k, l] += g[i * p + k, j * q + l] * a[i, j]
-            return out
+                                out[k, l] += g[i * p + k, j * q + l] * am[i, j]
+            return out.reshape(a.shape if of_a else b.shape)
 
         return impl2
 

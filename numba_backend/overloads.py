@@ -1358,6 +1358,126 @@ def _ov_tile(A, reps):
     return _tile_runner(A.ndim, n_reps)
 
 
+# --- nansum, nanmean, nanmax, nanmin and median with axis= or keepdims= ---
+# Numba's own take the array alone; these are reached for the other calls. NaNs replaced as
+# NumPy replaces them (0 for the sums, -inf/+inf for the extrema), then the reductions above.
+
+
+def _nan_reduction_args(a: Any, axis: Any, keepdims: Any, fname: str) -> bool:
+    """Check the arguments; True when the call reduces everything to a number."""
+    _require_array(a, fname)
+    if not isinstance(a.dtype, (types.Float, types.Integer, types.Boolean)):
+        raise TypingError(f"{fname}: under jit, an array of real numbers, got {a}")
+    _axis_kind(axis, fname)
+    return _is_none(axis) and not _const_bool(keepdims, fname, "keepdims")
+
+
+@overload(np.nansum)
+def _ov_nansum(a, axis=None, dtype=None, out=None, keepdims=False):
+    fname = "np.nansum"
+    _require_no_out(out, fname)
+    if not _is_none(dtype):
+        raise TypingError(f"{fname}: dtype= is not supported under jit")
+    _nan_reduction_args(a, axis, keepdims, fname)
+
+    def impl(a, axis=None, dtype=None, out=None, keepdims=False):
+        return np.sum(np.where(np.isnan(a), 0, a), axis=axis, keepdims=keepdims)
+
+    return impl
+
+
+@overload(np.nanmean)
+def _ov_nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
+    fname = "np.nanmean"
+    _require_no_out(out, fname)
+    if not _is_none(dtype):
+        raise TypingError(f"{fname}: dtype= is not supported under jit")
+    _nan_reduction_args(a, axis, keepdims, fname)
+
+    def impl(a, axis=None, dtype=None, out=None, keepdims=False):
+        nans = np.isnan(a)
+        total = np.sum(np.where(nans, 0, a), axis=axis, keepdims=keepdims)
+        return total / np.sum(~nans, axis=axis, keepdims=keepdims)
+
+    return impl
+
+
+def _nan_extremum(fn: Callable, fill: float, fname: str) -> None:
+    reduce = np.max if fill < 0 else np.min
+
+    @overload(fn)
+    def _ov(a, axis=None, out=None, keepdims=False):
+        _require_no_out(out, fname)
+        if _nan_reduction_args(a, axis, keepdims, fname):
+            return None  # Numba's own
+
+        def impl(a, axis=None, out=None, keepdims=False):
+            nans = np.isnan(a)
+            m = reduce(np.where(nans, fill, a), axis=axis, keepdims=keepdims)
+            return np.where(np.sum(~nans, axis=axis, keepdims=keepdims) == 0, np.nan, m)  # all NaN: NaN
+
+        return impl
+
+
+_nan_extremum(np.nanmax, -np.inf, "np.nanmax")
+_nan_extremum(np.nanmin, np.inf, "np.nanmin")
+
+
+@register_jitable
+def _median_rows(rows):
+    """The median of each row (NaN where it holds one), as NumPy's: the middle of the sorted
+    row, or the mean (a + b) / 2 of the two middle ones."""
+    n = rows.shape[1]
+    out = np.empty(rows.shape[0], np.float64)
+    h = n // 2
+    for r in range(rows.shape[0]):
+        row = np.sort(rows[r])
+        if np.isnan(row[n - 1]):
+            out[r] = np.nan
+        elif n % 2 == 1:
+            out[r] = row[h]
+        else:
+            out[r] = (row[h - 1] + row[h]) / 2.0
+    return out
+
+
+@overload(np.median)
+def _ov_median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    fname = "np.median"
+    _require_no_out(out, fname)
+    whole = _nan_reduction_args(a, axis, keepdims, fname)
+    if whole:
+        return None  # Numba's own
+    if not isinstance(a.dtype, types.Float) or a.dtype.bitwidth != 64:
+        raise TypingError(f"{fname}: with axis= or keepdims=, a float64 array under jit, got {a}")
+    kind, n_axes = _axis_kind(axis, fname)
+    if kind not in ("int", "none"):
+        raise TypingError(f"{fname}: axis must be an int under jit, got {axis}")
+    nd = a.ndim
+    keep = _const_bool(keepdims, fname, "keepdims")
+    out_nd = nd if keep else nd - 1
+    flat = kind == "none"
+
+    def impl(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+        ax = nd - 1 if flat else _norm_axis(_unliteral(axis), nd)
+        moved = np.ascontiguousarray(np.moveaxis(a, ax, -1))
+        n = a.size if flat else a.shape[ax]
+        values = _median_rows(moved.reshape((moved.size // n, n)))
+        shape = np.empty(out_nd, np.intp)
+        j = 0
+        for d in range(nd):
+            if flat or d == ax:
+                if keep:
+                    shape[j] = 1
+                    j += 1
+            else:
+                shape[j] = a.shape[d]
+                j += 1
+        return values.reshape(to_fixed_tuple(shape, out_nd))
+
+    return impl
+
+
 # --- rot90 (with axes=), rollaxis ---
 
 

@@ -1358,6 +1358,116 @@ def _ov_tile(A, reps):
     return _tile_runner(A.ndim, n_reps)
 
 
+# --- np.linalg.multi_dot ---
+
+
+@register_jitable
+def multi_dot_chain(mats):
+    """The product of a list of 2-D C-contiguous arrays in NumPy's order: its cost comparison for
+    three, its matrix-chain order (dynamic programming) for more."""
+    n = len(mats)
+    if n == 1:
+        return mats[0]
+    if n == 2:
+        return np.dot(mats[0], mats[1])
+    if n == 3:
+        a0, a1b0 = mats[0].shape
+        b1c0, c1 = mats[2].shape
+        if a0 * b1c0 * (a1b0 + c1) < a1b0 * c1 * (a0 + b1c0):
+            return np.dot(np.dot(mats[0], mats[1]), mats[2])
+        return np.dot(mats[0], np.dot(mats[1], mats[2]))
+    p = np.empty(n + 1, np.intp)
+    for i in range(n):
+        p[i] = mats[i].shape[0]
+    p[n] = mats[n - 1].shape[1]
+    cost = np.zeros((n, n))
+    split = np.zeros((n, n), np.intp)
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i, j] = np.inf
+            for k in range(i, j):
+                q = cost[i, k] + cost[k + 1, j] + p[i] * p[k + 1] * p[j + 1]
+                if q < cost[i, j]:
+                    cost[i, j] = q
+                    split[i, j] = k
+    needed = np.zeros((n, n), np.bool_)  # the intervals the order multiplies, found from the whole
+    todo = [(0, n - 1)]
+    while len(todo) > 0:
+        i, j = todo.pop()
+        needed[i, j] = True
+        if i < j:
+            todo.append((i, split[i, j]))
+            todo.append((split[i, j] + 1, j))
+    done = [mats[0]] * (n * n)  # done[i * n + j]: the product of mats[i..j]
+    for i in range(n):
+        done[i * n + i] = mats[i]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            if needed[i, j]:
+                k = split[i, j]
+                done[i * n + j] = np.dot(done[i * n + k], done[(k + 1) * n + j])
+    return done[n - 1]
+
+
+def multi_dot_items(arrays: Any, fname: str) -> tuple[list, np.dtype]:
+    """The element types of multi_dot's arrays (a list of matrices, or a tuple or literal list with
+    vectors at the ends), checked; and the float dtype they share."""
+    if isinstance(arrays, (types.List, types.ListType)):
+        items = [arrays.dtype]
+        if not (isinstance(items[0], types.Array) and items[0].ndim == 2):
+            raise TypingError(f"{fname}: a list of matrices, got {arrays}")
+    elif isinstance(arrays, (types.BaseTuple, types.LiteralList)):
+        items = list(arrays.types)
+        if len(items) < 2 or not all(isinstance(t, types.Array) for t in items):
+            raise TypingError(f"{fname}: at least two arrays, got {arrays}")
+        if any(t.ndim != 2 for t in items[1:-1]) or any(t.ndim not in (1, 2) for t in (items[0], items[-1])):
+            raise TypingError(f"{fname}: matrices, with vectors at the ends only, got {arrays}")
+    else:
+        raise TypingError(f"{fname}: expected a list or a tuple of arrays, got {arrays}")
+    dts = {t.dtype for t in items}
+    if len(dts) != 1 or not isinstance(items[0].dtype, types.Float):
+        raise TypingError(f"{fname}: under jit, float arrays of one dtype, got {arrays}")
+    return items, as_dtype(items[0].dtype)
+
+
+def multi_dot_matrices(arrays: Any, items: list, dt: np.dtype) -> Callable:
+    """``mats(arrays)``: a list of 2-D C-contiguous copies, a first vector as a row and a last one
+    as a column (NumPy's promotion)."""
+    if isinstance(arrays, (types.List, types.ListType)):
+
+        def from_list(arrays):
+            return [np.ascontiguousarray(a).astype(dt) for a in arrays]
+
+        return register_jitable(from_list)
+    n = len(items)
+    parts = []
+    for i, t in enumerate(items):
+        a = f"np.ascontiguousarray(arrays[{i}]).astype(dt)"
+        if t.ndim == 1:
+            a = f"{a}.reshape((1, arrays[{i}].size))" if i == 0 else f"{a}.reshape((arrays[{i}].size, 1))"
+        parts.append(a)
+    source = "def mats(arrays):\n    return [" + ", ".join(parts) + "]\n"
+    return register_jitable(_compile_source(source, "mats", {"np": np, "dt": dt, "n": n}))
+
+
+@overload(np.linalg.multi_dot)
+def _ov_multi_dot(arrays, out=None):
+    fname = "np.linalg.multi_dot"
+    _require_no_out(out, fname)
+    items, dt = multi_dot_items(arrays, fname)
+    mats = multi_dot_matrices(arrays, items, dt)
+    first, last = items[0].ndim == 1, items[-1].ndim == 1
+    if first and last:
+        return lambda arrays, out=None: multi_dot_chain(mats(arrays))[0, 0]
+    if first:
+        return lambda arrays, out=None: multi_dot_chain(mats(arrays))[0].copy()
+    if last:
+        return lambda arrays, out=None: np.ascontiguousarray(multi_dot_chain(mats(arrays))[:, 0])
+    return lambda arrays, out=None: multi_dot_chain(mats(arrays))
+
+
 # --- nansum, nanmean, nanmax, nanmin and median with axis= or keepdims= ---
 # Numba's own take the array alone; these are reached for the other calls. NaNs replaced as
 # NumPy replaces them (0 for the sums, -inf/+inf for the extrema), then the reductions above.

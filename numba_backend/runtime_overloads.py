@@ -3113,6 +3113,53 @@ def _ov_hstack_grad(g, arrays):
     return _sequence_grad("hstack_grad", g, arrays, "g, arrays", "1", lambda a, t: f"{a}.shape[1]")
 
 
+@register_jitable
+def _multi_dot_adjoints(g2, mats):
+    """The adjoints of the 2-D ``mats`` of a product with adjoint ``g2``:
+    ``(A_0 ... A_i-1).T g2 (A_i+1 ... A_k).T``, as rt.multi_dot_grad computes them."""
+    k = len(mats)
+    right = [g2] * k  # right[i]: g2 (A_i+1 ... A_k).T
+    for i in range(k - 2, -1, -1):
+        right[i] = right[i + 1] @ np.ascontiguousarray(mats[i + 1].T)
+    out = [g2] * k
+    left = np.ascontiguousarray(mats[0].T)  # (A_0 ... A_i-1).T
+    out[0] = right[0]
+    for i in range(1, k):
+        out[i] = left @ right[i]
+        left = np.ascontiguousarray(mats[i].T) @ left
+    return out
+
+
+@overload(rt.multi_dot_grad)
+def _ov_multi_dot_grad(g, arrays):
+    """The adjoints of np.linalg.multi_dot's arrays: a list for a list of matrices, else a tuple."""
+    from .overloads import multi_dot_items, multi_dot_matrices
+
+    fname = "srctrans.runtime.multi_dot_grad"
+    _require_adjoint("multi_dot_grad", g)
+    items, dt = multi_dot_items(arrays, fname)
+    mats = multi_dot_matrices(arrays, items, dt)
+    if _is_scalar(g):
+        as2 = register_jitable(lambda g, r, c: np.full((1, 1), g, dt))
+    else:
+        as2 = register_jitable(lambda g, r, c: np.ascontiguousarray(g).astype(dt).reshape((r, c)))
+    if isinstance(arrays, (types.List, types.ListType)):
+
+        def impl_list(g, arrays):
+            m = mats(arrays)
+            return _multi_dot_adjoints(as2(g, m[0].shape[0], m[-1].shape[1]), m)
+
+        return impl_list
+    parts = "".join(f"adj[{i}].reshape(arrays[{i}].shape), " for i in range(len(items)))
+    source = (
+        "def impl(g, arrays):\n"
+        "    m = mats(arrays)\n"
+        "    adj = _multi_dot_adjoints(as2(g, m[0].shape[0], m[-1].shape[1]), m)\n"
+        f"    return ({parts})\n"
+    )
+    return _exec_impl(source, mats=mats, as2=as2, _multi_dot_adjoints=_multi_dot_adjoints)
+
+
 @overload(rt.vstack_grad)
 def _ov_vstack_grad(g, arrays):
     def extent(a: str, t: Any) -> str:

@@ -1358,6 +1358,63 @@ def _ov_tile(A, reps):
     return _tile_runner(A.ndim, n_reps)
 
 
+# --- np.fix, np.full of an array, np.cumprod with axis= ---
+
+
+@overload(np.fix)
+def _ov_fix(x, out=None):
+    """np.fix: rounding towards zero, which is np.trunc (-0.0 included)."""
+    _require_no_out(out, "np.fix")
+    return lambda x, out=None: np.trunc(x)
+
+
+@overload(np.full)
+def _ov_full_of_array(shape, fill_value, dtype=None):
+    """np.full with an array fill_value, broadcast to shape (Numba's takes a number)."""
+    if not isinstance(fill_value, types.Array):
+        return None
+    dt = as_dtype(fill_value.dtype) if _is_none(dtype) else _dtype_arg(dtype, "np.full")
+
+    def impl(shape, fill_value, dtype=None):
+        out = np.empty(shape, dt)
+        out[...] = np.broadcast_to(fill_value, out.shape)
+        return out
+
+    return impl
+
+
+@register_jitable
+def _cumprod_rows(rows):
+    out = rows.copy()
+    for r in range(out.shape[0]):
+        for i in range(1, out.shape[1]):
+            out[r, i] = out[r, i - 1] * out[r, i]
+    return out
+
+
+@overload(np.cumprod)
+def _ov_cumprod_axis(a, axis=None, dtype=None, out=None):
+    """np.cumprod along an int axis, a C-contiguous result (Numba's takes no axis)."""
+    fname = "np.cumprod"
+    _require_no_out(out, fname)
+    if _is_none(axis) or not isinstance(a, types.Array):
+        return None  # Numba's own
+    if not _is_none(dtype):
+        raise TypingError(f"{fname}: dtype= is not supported under jit")
+    _axis_kind(axis, fname, allow_tuple=False)
+    nd = a.ndim
+    dt = _int_promoted(as_dtype(a.dtype))
+
+    def impl(a, axis=None, dtype=None, out=None):
+        ax = _norm_axis(_unliteral(axis), nd)
+        moved = np.ascontiguousarray(np.moveaxis(a, ax, -1)).astype(dt)
+        n = a.shape[ax]
+        done = _cumprod_rows(moved.reshape((moved.size // max(n, 1), n))).reshape(moved.shape)
+        return np.ascontiguousarray(np.moveaxis(done, -1, ax))
+
+    return impl
+
+
 # --- np.linalg.multi_dot ---
 
 

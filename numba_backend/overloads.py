@@ -1415,6 +1415,22 @@ def _ov_cumprod_axis(a, axis=None, dtype=None, out=None):
     return impl
 
 
+# --- np.linalg.lstsq with rcond=None ---
+
+
+@overload(np.linalg.lstsq)
+def _ov_lstsq_rcond_none(a, b, rcond=None):
+    """rcond=None (NumPy's default: machine precision times max(M, N)), through Numba's own."""
+    if not _is_none(rcond) or not isinstance(a, types.Array) or a.ndim != 2:
+        return None
+    eps = float(np.finfo(np.float32 if a.dtype == types.float32 else np.float64).eps)
+
+    def impl(a, b, rcond=None):
+        return np.linalg.lstsq(a, b, eps * max(a.shape[0], a.shape[1]))
+
+    return impl
+
+
 # --- np.linalg.multi_dot ---
 
 

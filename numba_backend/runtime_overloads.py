@@ -2890,21 +2890,71 @@ def _ov_eig_jvp(t, ans):
     return impl
 
 
-# lstsq's derivatives run uncompiled only (for now): a clear refusal under jit
+# --- lstsq: its adjoints (its tangents run uncompiled only: a clear refusal under jit) ---
 
 
 def _refuse_lstsq(fname: str):
-    def typer(g, a, b, ans, rcond=None):
+    def typer(t, a, b, ans, rcond=None):
         raise TypingError(
-            f"srctrans.runtime.{fname}: np.linalg.lstsq is not differentiated under jit yet "
-            "(run the function uncompiled, or write pinv(a) @ b / solve(a.T @ a, a.T @ b))"
+            f"srctrans.runtime.{fname}: np.linalg.lstsq's jvp is not compiled yet "
+            "(run it uncompiled, or use grad / vjp, which compile)"
         )
 
     return typer
 
 
-for _name in ("lstsq_grad_a", "lstsq_grad_b", "lstsq_jvp_a", "lstsq_jvp_b"):
+for _name in ("lstsq_jvp_a", "lstsq_jvp_b"):
     overload(getattr(rt, _name))(_refuse_lstsq(_name))
+
+
+@register_jitable
+def _pinv_grad_jit(gp, a, p):
+    """rt._pinv_grad: the adjoint of ``a`` in ``p = pinv(a)`` (constant rank)."""
+    pt = np.ascontiguousarray(p.T)
+    gt = np.ascontiguousarray(gp.T)
+    return -(pt @ gp @ pt) + (gt - a @ p @ gt) @ p @ pt + pt @ p @ (gt - gt @ p @ a)
+
+
+def _lstsq_grad(fname: str, of_a: bool):
+    @overload(getattr(rt, fname))
+    def _ov(g, a, b, ans, rcond=None):
+        if not _is_none(rcond):
+            raise TypingError(f"srctrans.runtime.{fname}: np.linalg.lstsq is differentiated with rcond=None only")
+        if not (isinstance(a, types.Array) and a.ndim == 2 and isinstance(b, types.Array) and b.ndim in (1, 2)):
+            raise TypingError(f"srctrans.runtime.{fname}: a matrix a and a vector or matrix b, got {a} and {b}")
+        dt = _grad_dtype(a if of_a else b)
+        vector = b.ndim == 1
+        eps = float(np.finfo(np.float64).eps)
+
+        @register_jitable
+        def cols(v):  # a vector as one column
+            c = np.ascontiguousarray(v).astype(np.float64)
+            return c.reshape((c.size, 1)) if vector else c.reshape((c.shape[0], c.size // max(c.shape[0], 1)))
+
+        def impl(g, a, b, ans, rcond=None):
+            m, n = a.shape
+            am = np.ascontiguousarray(a).astype(np.float64)
+            p = np.linalg.pinv(am, eps * max(m, n))
+            xm, bm, gxm = cols(ans[0]), cols(b), cols(g[0])
+            full = ans[1].size > 0  # lstsq returns residuals (a tall a of full rank)
+            gres = np.asarray(g[1]).astype(np.float64)
+            if of_a:
+                out = _pinv_grad_jit(gxm @ np.ascontiguousarray(bm.T), am, p)
+                if full:
+                    out = out - 2.0 * ((bm - am @ xm) * gres) @ np.ascontiguousarray(xm.T)
+                u, _, vt = np.linalg.svd(am, full_matrices=False)  # sv's adjoint: u diag(g_sv) vt
+                out = out + (u * np.asarray(g[3]).astype(np.float64)) @ vt
+                return out.astype(dt)
+            out = np.ascontiguousarray(p.T) @ gxm
+            if full:
+                out = out + 2.0 * (bm - am @ xm) * gres
+            return out.astype(dt).reshape(b.shape)
+
+        return impl
+
+
+_lstsq_grad("lstsq_grad_a", True)
+_lstsq_grad("lstsq_grad_b", False)
 
 
 # --- solve, cholesky

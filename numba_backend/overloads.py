@@ -1415,6 +1415,41 @@ def _ov_cumprod_axis(a, axis=None, dtype=None, out=None):
     return impl
 
 
+# --- np.sort and np.argsort along an axis ---
+
+
+def _along_axis(fname: str, arg: bool) -> Callable:
+    """``impl(a, axis, kind)``: each line of ``a`` along an int ``axis`` sorted (``arg``: the
+    indices that sort it), a C-contiguous result; Numba's own sort the last axis only."""
+
+    def overload_impl(a, axis=-1, kind=None, order=None):
+        if not isinstance(a, types.Array) or a.ndim < 2 or _is_none(axis) or isinstance(axis, types.Omitted):
+            return None  # Numba's own
+        if not _is_none(order):
+            raise TypingError(f"{fname}: order= is not supported under jit")
+        _axis_kind(axis, fname, allow_tuple=False)
+        nd = a.ndim
+        dt = np.dtype(np.intp) if arg else as_dtype(a.dtype)
+
+        def impl(a, axis=-1, kind=None, order=None):
+            ax = _norm_axis(_unliteral(axis), nd)
+            moved = np.ascontiguousarray(np.moveaxis(a, ax, -1))
+            n = a.shape[ax]
+            rows = moved.reshape((moved.size // max(n, 1), n))
+            out = np.empty(rows.shape, dt)
+            for r in range(rows.shape[0]):
+                out[r] = np.argsort(rows[r], kind="mergesort") if arg else np.sort(rows[r])
+            return np.ascontiguousarray(np.moveaxis(out.reshape(moved.shape), -1, ax))
+
+        return impl
+
+    return overload_impl
+
+
+overload(np.sort)(_along_axis("np.sort", False))
+overload(np.argsort)(_along_axis("np.argsort", True))
+
+
 # --- np.linalg.lstsq with rcond=None ---
 
 

@@ -2,8 +2,7 @@
 
 Every NumPy, SciPy, ``math`` and built-in function with a rule (``srctrans.rules.derivatives``)
 compiles, with its gradient, except what is listed here: there ``jit`` stops with a
-``CompileError`` at the user's line (or, for the one case said so, Numba's own function
-refuses the call when it runs), and ``grad``, ``jvp`` and ``vjp`` without ``jit`` still work.
+``CompileError`` at the user's line, and ``grad``, ``jvp`` and ``vjp`` without ``jit`` still work.
 ``tests/numba_backend/test_compile_status.py`` keeps the lists honest (a key listed must fail
 to compile, a key not listed must compile and agree with the uncompiled gradient), and
 ``docs/tools/function_table.py`` writes them into the ``jit`` column of ``docs/functions.rst``.
@@ -34,10 +33,7 @@ PARTLY: dict[str, str] = {
     "numpy.trace": "stacks (arrays of three or more dimensions)",
     "numpy.inner": "an operand of more than two dimensions",
     "numpy.linalg.pinv": "stacks of matrices",
-    "numpy.linalg.norm": (
-        "``ord='nuc'`` and ``'fro'`` (Numba's own np.linalg.norm refuses them with a ValueError "
-        "when it runs), matrix norms over a pair of axes (stacks)"
-    ),
+    "numpy.linalg.norm": "matrix norms over a pair of axes (stacks), ``keepdims=`` with a matrix order",
     "numpy.linalg.eigh": "``UPLO='U'``, stacks",
     "numpy.linalg.svd": "``compute_uv=False``, stacks",
     "numpy.linalg.qr": "stacks",

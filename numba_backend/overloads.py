@@ -858,11 +858,47 @@ def _norm_ord_value(ord):
     return float(ord)
 
 
+def _refuse_string_orders() -> None:
+    """Numba's own np.linalg.norm types ``ord='nuc'`` and ``'fro'`` and raises ValueError when it
+    runs; wrapped here so that it refuses them when it types the call, and ``_ov_norm`` takes them."""
+    import numba.np.linalg as numba_linalg
+
+    own = numba_linalg._get_norm_impl
+    if getattr(own, "_srctrans_wrapped", False):
+        return
+
+    def get_norm_impl(x, ord_flag):
+        if isinstance(ord_flag, (types.UnicodeType, types.StringLiteral)):
+            raise TypingError("np.linalg.norm: a string ord is taken by numba_backend.overloads")
+        return own(x, ord_flag)
+
+    get_norm_impl._srctrans_wrapped = True
+    numba_linalg._get_norm_impl = get_norm_impl
+
+
+_refuse_string_orders()
+
+
+@register_jitable
+def _nuclear_norm(x):
+    """The sum of the singular values, as NumPy's 'nuc'."""
+    return np.sum(np.linalg.svd(np.ascontiguousarray(x).astype(np.float64), full_matrices=False)[1])
+
+
 @overload(np.linalg.norm)
 def _ov_norm(x, ord=None, axis=None, keepdims=False):
     fname = "np.linalg.norm"
     _require_array(x, fname)
     axis_kind, n_axes = _axis_kind(axis, fname)
+    if isinstance(ord, (types.UnicodeType, types.StringLiteral)):
+        literal = getattr(ord, "literal_value", None)
+        if literal not in ("fro", "nuc") or x.ndim != 2 or axis_kind != "none" or _const_bool(keepdims, fname, "keepdims"):
+            raise TypingError(
+                f"{fname}: under jit, ord='fro' or 'nuc' is taken for one matrix (2-d x, no axis=, no keepdims=), got {ord}"
+            )
+        if literal == "nuc":
+            return lambda x, ord=None, axis=None, keepdims=False: _nuclear_norm(x)
+        return lambda x, ord=None, axis=None, keepdims=False: np.linalg.norm(x)  # 'fro': the elements' 2-norm
     if _is_none(ord):
         kind = "norm2"  # 2-norm of vectors, Frobenius norm of matrices: same formula
     elif isinstance(ord, (types.Integer, types.Float)):

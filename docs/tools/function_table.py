@@ -37,8 +37,7 @@ function is differentiated as a constant (its result carries no derivative: ``np
 comparisons). Python's operators (``+``, ``@`` ...) use the rows of the NumPy functions they
 stand for. **jit**: whether the function and its gradient compile under ``jit`` (*no* and
 *partly* are numbered: the notes under the table say what does not compile; there ``jit``
-stops with a ``CompileError`` at your line, or Numba's own function refuses the call when it
-runs, and the transformations still run without ``jit``).
+stops with a ``CompileError`` at your line, and the transformations still run without ``jit``).
 
 """
 

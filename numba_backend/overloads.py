@@ -858,11 +858,47 @@ def _norm_ord_value(ord):
     return float(ord)
 
 
+def _refuse_string_orders() -> None:
+    """Numba's own np.linalg.norm types ``ord='nuc'`` and ``'fro'`` and raises ValueError when it
+    runs; wrapped here so that it refuses them when it types the call, and ``_ov_norm`` takes them."""
+    import numba.np.linalg as numba_linalg
+
+    own = numba_linalg._get_norm_impl
+    if getattr(own, "_srctrans_wrapped", False):
+        return
+
+    def get_norm_impl(x, ord_flag):
+        if isinstance(ord_flag, (types.UnicodeType, types.StringLiteral)):
+            raise TypingError("np.linalg.norm: a string ord is taken by numba_backend.overloads")
+        return own(x, ord_flag)
+
+    get_norm_impl._srctrans_wrapped = True
+    numba_linalg._get_norm_impl = get_norm_impl
+
+
+_refuse_string_orders()
+
+
+@register_jitable
+def _nuclear_norm(x):
+    """The sum of the singular values, as NumPy's 'nuc'."""
+    return np.sum(np.linalg.svd(np.ascontiguousarray(x).astype(np.float64), full_matrices=False)[1])
+
+
 @overload(np.linalg.norm)
 def _ov_norm(x, ord=None, axis=None, keepdims=False):
     fname = "np.linalg.norm"
     _require_array(x, fname)
     axis_kind, n_axes = _axis_kind(axis, fname)
+    if isinstance(ord, (types.UnicodeType, types.StringLiteral)):
+        literal = getattr(ord, "literal_value", None)
+        if literal not in ("fro", "nuc") or x.ndim != 2 or axis_kind != "none" or _const_bool(keepdims, fname, "keepdims"):
+            raise TypingError(
+                f"{fname}: under jit, ord='fro' or 'nuc' is taken for one matrix (2-d x, no axis=, no keepdims=), got {ord}"
+            )
+        if literal == "nuc":
+            return lambda x, ord=None, axis=None, keepdims=False: _nuclear_norm(x)
+        return lambda x, ord=None, axis=None, keepdims=False: np.linalg.norm(x)  # 'fro': the elements' 2-norm
     if _is_none(ord):
         kind = "norm2"  # 2-norm of vectors, Frobenius norm of matrices: same formula
     elif isinstance(ord, (types.Integer, types.Float)):
@@ -1358,6 +1394,426 @@ def _ov_tile(A, reps):
     return _tile_runner(A.ndim, n_reps)
 
 
+# --- np.fix, np.full of an array, np.cumprod with axis= ---
+
+
+@overload(np.fix)
+def _ov_fix(x, out=None):
+    """np.fix: rounding towards zero, which is np.trunc (-0.0 included)."""
+    _require_no_out(out, "np.fix")
+    return lambda x, out=None: np.trunc(x)
+
+
+@overload(np.full)
+def _ov_full_of_array(shape, fill_value, dtype=None):
+    """np.full with an array fill_value, broadcast to shape (Numba's takes a number)."""
+    if not isinstance(fill_value, types.Array):
+        return None
+    dt = as_dtype(fill_value.dtype) if _is_none(dtype) else _dtype_arg(dtype, "np.full")
+
+    def impl(shape, fill_value, dtype=None):
+        out = np.empty(shape, dt)
+        out[...] = np.broadcast_to(fill_value, out.shape)
+        return out
+
+    return impl
+
+
+@register_jitable
+def _cumprod_rows(rows):
+    out = rows.copy()
+    for r in range(out.shape[0]):
+        for i in range(1, out.shape[1]):
+            out[r, i] = out[r, i - 1] * out[r, i]
+    return out
+
+
+@overload(np.cumprod)
+def _ov_cumprod_axis(a, axis=None, dtype=None, out=None):
+    """np.cumprod along an int axis, a C-contiguous result (Numba's takes no axis)."""
+    fname = "np.cumprod"
+    _require_no_out(out, fname)
+    if _is_none(axis) or not isinstance(a, types.Array):
+        return None  # Numba's own
+    if not _is_none(dtype):
+        raise TypingError(f"{fname}: dtype= is not supported under jit")
+    _axis_kind(axis, fname, allow_tuple=False)
+    nd = a.ndim
+    dt = _int_promoted(as_dtype(a.dtype))
+
+    def impl(a, axis=None, dtype=None, out=None):
+        ax = _norm_axis(_unliteral(axis), nd)
+        moved = np.ascontiguousarray(np.moveaxis(a, ax, -1)).astype(dt)
+        n = a.shape[ax]
+        done = _cumprod_rows(moved.reshape((moved.size // max(n, 1), n))).reshape(moved.shape)
+        return np.ascontiguousarray(np.moveaxis(done, -1, ax))
+
+    return impl
+
+
+# --- np.sort and np.argsort along an axis ---
+
+
+def _along_axis(fname: str, arg: bool) -> Callable:
+    """``impl(a, axis, kind)``: each line of ``a`` along an int ``axis`` sorted (``arg``: the
+    indices that sort it), a C-contiguous result; Numba's own sort the last axis only."""
+
+    def overload_impl(a, axis=-1, kind=None, order=None):
+        if not isinstance(a, types.Array) or a.ndim < 2 or _is_none(axis) or isinstance(axis, types.Omitted):
+            return None  # Numba's own
+        if not _is_none(order):
+            raise TypingError(f"{fname}: order= is not supported under jit")
+        _axis_kind(axis, fname, allow_tuple=False)
+        nd = a.ndim
+        dt = np.dtype(np.intp) if arg else as_dtype(a.dtype)
+
+        def impl(a, axis=-1, kind=None, order=None):
+            ax = _norm_axis(_unliteral(axis), nd)
+            moved = np.ascontiguousarray(np.moveaxis(a, ax, -1))
+            n = a.shape[ax]
+            rows = moved.reshape((moved.size // max(n, 1), n))
+            out = np.empty(rows.shape, dt)
+            for r in range(rows.shape[0]):
+                out[r] = np.argsort(rows[r], kind="mergesort") if arg else np.sort(rows[r])
+            return np.ascontiguousarray(np.moveaxis(out.reshape(moved.shape), -1, ax))
+
+        return impl
+
+    return overload_impl
+
+
+overload(np.sort)(_along_axis("np.sort", False))
+overload(np.argsort)(_along_axis("np.argsort", True))
+
+
+# --- np.linalg.lstsq with rcond=None ---
+
+
+@overload(np.linalg.lstsq)
+def _ov_lstsq_rcond_none(a, b, rcond=None):
+    """rcond=None (NumPy's default: machine precision times max(M, N)), through Numba's own."""
+    if not _is_none(rcond) or not isinstance(a, types.Array) or a.ndim != 2:
+        return None
+    eps = float(np.finfo(np.float32 if a.dtype == types.float32 else np.float64).eps)
+
+    def impl(a, b, rcond=None):
+        return np.linalg.lstsq(a, b, eps * max(a.shape[0], a.shape[1]))
+
+    return impl
+
+
+# --- np.linalg.multi_dot ---
+
+
+@register_jitable
+def multi_dot_chain(mats):
+    """The product of a list of 2-D C-contiguous arrays in NumPy's order: its cost comparison for
+    three, its matrix-chain order (dynamic programming) for more."""
+    n = len(mats)
+    if n == 1:
+        return mats[0]
+    if n == 2:
+        return np.dot(mats[0], mats[1])
+    if n == 3:
+        a0, a1b0 = mats[0].shape
+        b1c0, c1 = mats[2].shape
+        if a0 * b1c0 * (a1b0 + c1) < a1b0 * c1 * (a0 + b1c0):
+            return np.dot(np.dot(mats[0], mats[1]), mats[2])
+        return np.dot(mats[0], np.dot(mats[1], mats[2]))
+    p = np.empty(n + 1, np.intp)
+    for i in range(n):
+        p[i] = mats[i].shape[0]
+    p[n] = mats[n - 1].shape[1]
+    cost = np.zeros((n, n))
+    split = np.zeros((n, n), np.intp)
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i, j] = np.inf
+            for k in range(i, j):
+                q = cost[i, k] + cost[k + 1, j] + p[i] * p[k + 1] * p[j + 1]
+                if q < cost[i, j]:
+                    cost[i, j] = q
+                    split[i, j] = k
+    needed = np.zeros((n, n), np.bool_)  # the intervals the order multiplies, found from the whole
+    todo = [(0, n - 1)]
+    while len(todo) > 0:
+        i, j = todo.pop()
+        needed[i, j] = True
+        if i < j:
+            todo.append((i, split[i, j]))
+            todo.append((split[i, j] + 1, j))
+    done = [mats[0]] * (n * n)  # done[i * n + j]: the product of mats[i..j]
+    for i in range(n):
+        done[i * n + i] = mats[i]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            if needed[i, j]:
+                k = split[i, j]
+                done[i * n + j] = np.dot(done[i * n + k], done[(k + 1) * n + j])
+    return done[n - 1]
+
+
+def multi_dot_items(arrays: Any, fname: str) -> tuple[list, np.dtype]:
+    """The element types of multi_dot's arrays (a list of matrices, or a tuple or literal list with
+    vectors at the ends), checked; and the float dtype they share."""
+    if isinstance(arrays, (types.List, types.ListType)):
+        items = [arrays.dtype]
+        if not (isinstance(items[0], types.Array) and items[0].ndim == 2):
+            raise TypingError(f"{fname}: a list of matrices, got {arrays}")
+    elif isinstance(arrays, (types.BaseTuple, types.LiteralList)):
+        items = list(arrays.types)
+        if len(items) < 2 or not all(isinstance(t, types.Array) for t in items):
+            raise TypingError(f"{fname}: at least two arrays, got {arrays}")
+        if any(t.ndim != 2 for t in items[1:-1]) or any(t.ndim not in (1, 2) for t in (items[0], items[-1])):
+            raise TypingError(f"{fname}: matrices, with vectors at the ends only, got {arrays}")
+    else:
+        raise TypingError(f"{fname}: expected a list or a tuple of arrays, got {arrays}")
+    dts = {t.dtype for t in items}
+    if len(dts) != 1 or not isinstance(items[0].dtype, types.Float):
+        raise TypingError(f"{fname}: under jit, float arrays of one dtype, got {arrays}")
+    return items, as_dtype(items[0].dtype)
+
+
+def multi_dot_matrices(arrays: Any, items: list, dt: np.dtype) -> Callable:
+    """``mats(arrays)``: a list of 2-D C-contiguous copies, a first vector as a row and a last one
+    as a column (NumPy's promotion)."""
+    if isinstance(arrays, (types.List, types.ListType)):
+
+        def from_list(arrays):
+            return [np.ascontiguousarray(a).astype(dt) for a in arrays]
+
+        return register_jitable(from_list)
+    n = len(items)
+    parts = []
+    for i, t in enumerate(items):
+        a = f"np.ascontiguousarray(arrays[{i}]).astype(dt)"
+        if t.ndim == 1:
+            a = f"{a}.reshape((1, arrays[{i}].size))" if i == 0 else f"{a}.reshape((arrays[{i}].size, 1))"
+        parts.append(a)
+    source = "def mats(arrays):\n    return [" + ", ".join(parts) + "]\n"
+    return register_jitable(_compile_source(source, "mats", {"np": np, "dt": dt, "n": n}))
+
+
+@overload(np.linalg.multi_dot)
+def _ov_multi_dot(arrays, out=None):
+    fname = "np.linalg.multi_dot"
+    _require_no_out(out, fname)
+    items, dt = multi_dot_items(arrays, fname)
+    mats = multi_dot_matrices(arrays, items, dt)
+    first, last = items[0].ndim == 1, items[-1].ndim == 1
+    if first and last:
+        return lambda arrays, out=None: multi_dot_chain(mats(arrays))[0, 0]
+    if first:
+        return lambda arrays, out=None: multi_dot_chain(mats(arrays))[0].copy()
+    if last:
+        return lambda arrays, out=None: np.ascontiguousarray(multi_dot_chain(mats(arrays))[:, 0])
+    return lambda arrays, out=None: multi_dot_chain(mats(arrays))
+
+
+# --- nansum, nanmean, nanmax, nanmin and median with axis= or keepdims= ---
+# Numba's own take the array alone; these are reached for the other calls. NaNs replaced as
+# NumPy replaces them (0 for the sums, -inf/+inf for the extrema), then the reductions above.
+
+
+def _nan_reduction_args(a: Any, axis: Any, keepdims: Any, fname: str) -> bool:
+    """Check the arguments; True when the call reduces everything to a number."""
+    _require_array(a, fname)
+    if not isinstance(a.dtype, (types.Float, types.Integer, types.Boolean)):
+        raise TypingError(f"{fname}: under jit, an array of real numbers, got {a}")
+    _axis_kind(axis, fname)
+    return _is_none(axis) and not _const_bool(keepdims, fname, "keepdims")
+
+
+@overload(np.nansum)
+def _ov_nansum(a, axis=None, dtype=None, out=None, keepdims=False):
+    fname = "np.nansum"
+    _require_no_out(out, fname)
+    if not _is_none(dtype):
+        raise TypingError(f"{fname}: dtype= is not supported under jit")
+    _nan_reduction_args(a, axis, keepdims, fname)
+
+    def impl(a, axis=None, dtype=None, out=None, keepdims=False):
+        return np.sum(np.where(np.isnan(a), 0, a), axis=axis, keepdims=keepdims)
+
+    return impl
+
+
+@overload(np.nanmean)
+def _ov_nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
+    fname = "np.nanmean"
+    _require_no_out(out, fname)
+    if not _is_none(dtype):
+        raise TypingError(f"{fname}: dtype= is not supported under jit")
+    _nan_reduction_args(a, axis, keepdims, fname)
+
+    def impl(a, axis=None, dtype=None, out=None, keepdims=False):
+        nans = np.isnan(a)
+        total = np.sum(np.where(nans, 0, a), axis=axis, keepdims=keepdims)
+        return total / np.sum(~nans, axis=axis, keepdims=keepdims)
+
+    return impl
+
+
+def _nan_extremum(fn: Callable, fill: float, fname: str) -> None:
+    reduce = np.max if fill < 0 else np.min
+
+    @overload(fn)
+    def _ov(a, axis=None, out=None, keepdims=False):
+        _require_no_out(out, fname)
+        if _nan_reduction_args(a, axis, keepdims, fname):
+            return None  # Numba's own
+
+        def impl(a, axis=None, out=None, keepdims=False):
+            nans = np.isnan(a)
+            m = reduce(np.where(nans, fill, a), axis=axis, keepdims=keepdims)
+            return np.where(np.sum(~nans, axis=axis, keepdims=keepdims) == 0, np.nan, m)  # all NaN: NaN
+
+        return impl
+
+
+_nan_extremum(np.nanmax, -np.inf, "np.nanmax")
+_nan_extremum(np.nanmin, np.inf, "np.nanmin")
+
+
+@register_jitable
+def _median_rows(rows):
+    """The median of each row (NaN where it holds one), as NumPy's: the middle of the sorted
+    row, or the mean (a + b) / 2 of the two middle ones."""
+    n = rows.shape[1]
+    out = np.empty(rows.shape[0], np.float64)
+    h = n // 2
+    for r in range(rows.shape[0]):
+        row = np.sort(rows[r])
+        if np.isnan(row[n - 1]):
+            out[r] = np.nan
+        elif n % 2 == 1:
+            out[r] = row[h]
+        else:
+            out[r] = (row[h - 1] + row[h]) / 2.0
+    return out
+
+
+@overload(np.median)
+def _ov_median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    fname = "np.median"
+    _require_no_out(out, fname)
+    whole = _nan_reduction_args(a, axis, keepdims, fname)
+    if whole:
+        return None  # Numba's own
+    if not isinstance(a.dtype, types.Float) or a.dtype.bitwidth != 64:
+        raise TypingError(f"{fname}: with axis= or keepdims=, a float64 array under jit, got {a}")
+    kind, n_axes = _axis_kind(axis, fname)
+    if kind not in ("int", "none"):
+        raise TypingError(f"{fname}: axis must be an int under jit, got {axis}")
+    nd = a.ndim
+    keep = _const_bool(keepdims, fname, "keepdims")
+    out_nd = nd if keep else nd - 1
+    flat = kind == "none"
+
+    def impl(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+        ax = nd - 1 if flat else _norm_axis(_unliteral(axis), nd)
+        moved = np.ascontiguousarray(np.moveaxis(a, ax, -1))
+        n = a.size if flat else a.shape[ax]
+        values = _median_rows(moved.reshape((moved.size // n, n)))
+        shape = np.empty(out_nd, np.intp)
+        j = 0
+        for d in range(nd):
+            if flat or d == ax:
+                if keep:
+                    shape[j] = 1
+                    j += 1
+            else:
+                shape[j] = a.shape[d]
+                j += 1
+        return values.reshape(to_fixed_tuple(shape, out_nd))
+
+    return impl
+
+
+# --- rot90 (with axes=), rollaxis ---
+
+
+@register_jitable
+def _rot90_copy(m, k, a0, a1):
+    """np.rot90(m, k, (a0, a1)) as a C-contiguous copy (NumPy's is a view; the values are the same)."""
+    nd = m.ndim
+    src = np.ascontiguousarray(m)
+    flat = src.reshape(src.size)
+    k = k % 4
+    n0, n1 = m.shape[a0], m.shape[a1]
+    shape = np.empty(nd, np.intp)
+    step = np.empty(nd, np.intp)  # element strides of the source, C order
+    size = 1
+    for d in range(nd - 1, -1, -1):
+        shape[d] = m.shape[d]
+        step[d] = size
+        size *= m.shape[d]
+    if k % 2 == 1:
+        shape[a0], shape[a1] = n1, n0
+    out = np.empty(size, m.dtype)
+    for p in range(size):
+        rest = p
+        offset = 0
+        i0 = 0
+        i1 = 0
+        for d in range(nd - 1, -1, -1):
+            i = rest % shape[d]
+            rest //= shape[d]
+            if d == a0:
+                i0 = i
+            elif d == a1:
+                i1 = i
+            else:
+                offset += i * step[d]
+        if k == 0:
+            s0, s1 = i0, i1
+        elif k == 1:  # out[i, j] = m[j, n1 - 1 - i]
+            s0, s1 = i1, n1 - 1 - i0
+        elif k == 2:
+            s0, s1 = n0 - 1 - i0, n1 - 1 - i1
+        else:  # out[i, j] = m[n0 - 1 - j, i]
+            s0, s1 = n0 - 1 - i1, i0
+        out[p] = flat[offset + s0 * step[a0] + s1 * step[a1]]
+    return out.reshape(to_fixed_tuple(shape, nd))
+
+
+@overload(np.rot90)
+def _ov_rot90(m, k=1, axes=(0, 1)):
+    """np.rot90 with axes= (Numba's own takes none), as a copy."""
+    fname = "np.rot90"
+    _require_array(m, fname, 2)
+    if not (_is_int_tuple(axes) and len(axes) == 2) and not isinstance(axes, types.Omitted):
+        raise TypingError(f"{fname}: axes must be a pair of ints, got {axes}")
+    nd = m.ndim
+
+    def impl(m, k=1, axes=(0, 1)):
+        a0, a1 = _norm_axis(axes[0], nd), _norm_axis(axes[1], nd)
+        if a0 == a1:
+            raise ValueError("Axes must be different.")
+        return _rot90_copy(m, k, a0, a1)
+
+    return impl
+
+
+@overload(np.rollaxis)
+def _ov_rollaxis(a, axis, start=0):
+    """np.rollaxis as NumPy writes it for np.moveaxis: a view."""
+    fname = "np.rollaxis"
+    _require_array(a, fname, 1)
+    nd = a.ndim
+
+    def impl(a, axis, start=0):
+        ax = _norm_axis(axis, nd)
+        st = start + nd if start < 0 else start
+        if st < 0 or st > nd:
+            raise ValueError("rollaxis: start is out of bounds")
+        return np.moveaxis(a, ax, st - 1 if ax < st else st)
+
+    return impl
+
+
 # --- joining lists of arrays: stack, concatenate, hstack, vstack, array ---
 # Numba joins tuples of arrays itself; these take lists ([a, b] or built by .append).
 
@@ -1503,8 +1959,46 @@ def _ov_hstack(tup):
     return lambda tup: concatenate(tup, axis)
 
 
+def _mixed_arrays(seq: Any) -> int | None:
+    """The length of a literal list or tuple of arrays of different dimensions ([x, m] with a vector
+    and a matrix: Numba types it LiteralList), else None."""
+    if isinstance(seq, (types.LiteralList, types.BaseTuple)) and not isinstance(seq, types.UniTuple):
+        items = list(seq.types)
+        if items and all(isinstance(t, types.Array) for t in items) and len({t.ndim for t in items}) > 1:
+            return len(items)
+    return None
+
+
+@functools.cache
+def _join_items(n: int, call: str, each: str) -> Callable:
+    """``run(tup)``: ``call`` of the tuple of ``each(tup[i])``, written out for ``n`` items."""
+    items = "".join(f"{each}(tup[{i}]), " for i in range(n))
+    source = f"def run(tup):\n    return {call.format(items=items)}\n"
+    env = {"np": np, "same": _same_array, "rows": np.atleast_2d}
+    return register_jitable(_compile_source(source, "run", env))
+
+
+@register_jitable
+def _same_array(x):
+    return x
+
+
+@overload(np.column_stack)
+def _ov_column_stack(tup):
+    """A literal list of vectors and matrices ([x, m]): Numba's np.column_stack takes a tuple."""
+    n = _mixed_arrays(tup)
+    if n is None or not isinstance(tup, types.LiteralList):
+        return None
+    return _join_items(n, "np.column_stack(({items}))", "same")
+
+
 @overload(np.vstack)
 def _ov_vstack(tup):
+    n = _mixed_arrays(tup)
+    if n is not None:  # vectors and matrices: each vector a row
+        if any(t.ndim > 2 for t in tup.types):
+            raise TypingError("np.vstack: vectors beside arrays of more than 2 dimensions")
+        return _join_items(n, "np.concatenate(({items}), 0)", "rows")
     item = _require_list(tup, "np.vstack", min_ndim=1)
     if item.ndim == 1:
         stack = _stack_runner(1)

@@ -2890,21 +2890,71 @@ def _ov_eig_jvp(t, ans):
     return impl
 
 
-# lstsq's derivatives run uncompiled only (for now): a clear refusal under jit
+# --- lstsq: its adjoints (its tangents run uncompiled only: a clear refusal under jit) ---
 
 
 def _refuse_lstsq(fname: str):
-    def typer(g, a, b, ans, rcond=None):
+    def typer(t, a, b, ans, rcond=None):
         raise TypingError(
-            f"srctrans.runtime.{fname}: np.linalg.lstsq is not differentiated under jit yet "
-            "(run the function uncompiled, or write pinv(a) @ b / solve(a.T @ a, a.T @ b))"
+            f"srctrans.runtime.{fname}: np.linalg.lstsq's jvp is not compiled yet "
+            "(run it uncompiled, or use grad / vjp, which compile)"
         )
 
     return typer
 
 
-for _name in ("lstsq_grad_a", "lstsq_grad_b", "lstsq_jvp_a", "lstsq_jvp_b"):
+for _name in ("lstsq_jvp_a", "lstsq_jvp_b"):
     overload(getattr(rt, _name))(_refuse_lstsq(_name))
+
+
+@register_jitable
+def _pinv_grad_jit(gp, a, p):
+    """rt._pinv_grad: the adjoint of ``a`` in ``p = pinv(a)`` (constant rank)."""
+    pt = np.ascontiguousarray(p.T)
+    gt = np.ascontiguousarray(gp.T)
+    return -(pt @ gp @ pt) + (gt - a @ p @ gt) @ p @ pt + pt @ p @ (gt - gt @ p @ a)
+
+
+def _lstsq_grad(fname: str, of_a: bool):
+    @overload(getattr(rt, fname))
+    def _ov(g, a, b, ans, rcond=None):
+        if not _is_none(rcond):
+            raise TypingError(f"srctrans.runtime.{fname}: np.linalg.lstsq is differentiated with rcond=None only")
+        if not (isinstance(a, types.Array) and a.ndim == 2 and isinstance(b, types.Array) and b.ndim in (1, 2)):
+            raise TypingError(f"srctrans.runtime.{fname}: a matrix a and a vector or matrix b, got {a} and {b}")
+        dt = _grad_dtype(a if of_a else b)
+        vector = b.ndim == 1
+        eps = float(np.finfo(np.float64).eps)
+
+        @register_jitable
+        def cols(v):  # a vector as one column
+            c = np.ascontiguousarray(v).astype(np.float64)
+            return c.reshape((c.size, 1)) if vector else c.reshape((c.shape[0], c.size // max(c.shape[0], 1)))
+
+        def impl(g, a, b, ans, rcond=None):
+            m, n = a.shape
+            am = np.ascontiguousarray(a).astype(np.float64)
+            p = np.linalg.pinv(am, eps * max(m, n))
+            xm, bm, gxm = cols(ans[0]), cols(b), cols(g[0])
+            full = ans[1].size > 0  # lstsq returns residuals (a tall a of full rank)
+            gres = np.asarray(g[1]).astype(np.float64)
+            if of_a:
+                out = _pinv_grad_jit(gxm @ np.ascontiguousarray(bm.T), am, p)
+                if full:
+                    out = out - 2.0 * ((bm - am @ xm) * gres) @ np.ascontiguousarray(xm.T)
+                u, _, vt = np.linalg.svd(am, full_matrices=False)  # sv's adjoint: u diag(g_sv) vt
+                out = out + (u * np.asarray(g[3]).astype(np.float64)) @ vt
+                return out.astype(dt)
+            out = np.ascontiguousarray(p.T) @ gxm
+            if full:
+                out = out + 2.0 * (bm - am @ xm) * gres
+            return out.astype(dt).reshape(b.shape)
+
+        return impl
+
+
+_lstsq_grad("lstsq_grad_a", True)
+_lstsq_grad("lstsq_grad_b", False)
 
 
 # --- solve, cholesky
@@ -3031,7 +3081,7 @@ def _sequence_grad(fname: str, g: Any, arrays: Any, signature: str, axis: str, e
     """An impl giving the adjoints of ``arrays``: pieces of ``g`` along ``axis`` (source text;
     ``None``: g's flat order), ``extent(name, t)`` long (source text) for an element ``t``."""
     _require_adjoint(fname, g)
-    if isinstance(arrays, types.BaseTuple):
+    if isinstance(arrays, (types.BaseTuple, types.LiteralList)):  # (LiteralList: [x, m] of different ndims)
         elements = list(arrays.types)
     elif isinstance(arrays, types.List):
         elements = [arrays.dtype]
@@ -3111,6 +3161,53 @@ def _ov_hstack_grad(g, arrays):
     if g.ndim == 1:  # 1-D pieces (numbers count as one element)
         return _sequence_grad("hstack_grad", g, arrays, "g, arrays", "0", lambda a, t: f"{a}.size" if isinstance(t, types.Array) else "1")
     return _sequence_grad("hstack_grad", g, arrays, "g, arrays", "1", lambda a, t: f"{a}.shape[1]")
+
+
+@register_jitable
+def _multi_dot_adjoints(g2, mats):
+    """The adjoints of the 2-D ``mats`` of a product with adjoint ``g2``:
+    ``(A_0 ... A_i-1).T g2 (A_i+1 ... A_k).T``, as rt.multi_dot_grad computes them."""
+    k = len(mats)
+    right = [g2] * k  # right[i]: g2 (A_i+1 ... A_k).T
+    for i in range(k - 2, -1, -1):
+        right[i] = right[i + 1] @ np.ascontiguousarray(mats[i + 1].T)
+    out = [g2] * k
+    left = np.ascontiguousarray(mats[0].T)  # (A_0 ... A_i-1).T
+    out[0] = right[0]
+    for i in range(1, k):
+        out[i] = left @ right[i]
+        left = np.ascontiguousarray(mats[i].T) @ left
+    return out
+
+
+@overload(rt.multi_dot_grad)
+def _ov_multi_dot_grad(g, arrays):
+    """The adjoints of np.linalg.multi_dot's arrays: a list for a list of matrices, else a tuple."""
+    from .overloads import multi_dot_items, multi_dot_matrices
+
+    fname = "srctrans.runtime.multi_dot_grad"
+    _require_adjoint("multi_dot_grad", g)
+    items, dt = multi_dot_items(arrays, fname)
+    mats = multi_dot_matrices(arrays, items, dt)
+    if _is_scalar(g):
+        as2 = register_jitable(lambda g, r, c: np.full((1, 1), g, dt))
+    else:
+        as2 = register_jitable(lambda g, r, c: np.ascontiguousarray(g).astype(dt).reshape((r, c)))
+    if isinstance(arrays, (types.List, types.ListType)):
+
+        def impl_list(g, arrays):
+            m = mats(arrays)
+            return _multi_dot_adjoints(as2(g, m[0].shape[0], m[-1].shape[1]), m)
+
+        return impl_list
+    parts = "".join(f"adj[{i}].reshape(arrays[{i}].shape), " for i in range(len(items)))
+    source = (
+        "def impl(g, arrays):\n"
+        "    m = mats(arrays)\n"
+        "    adj = _multi_dot_adjoints(as2(g, m[0].shape[0], m[-1].shape[1]), m)\n"
+        f"    return ({parts})\n"
+    )
+    return _exec_impl(source, mats=mats, as2=as2, _multi_dot_adjoints=_multi_dot_adjoints)
 
 
 @overload(rt.vstack_grad)
@@ -3633,8 +3730,22 @@ def _ov_from_columns(m, b):
 
 # --- array functions and reductions (issue 20) ---
 # The helpers of np.append, np.column_stack, np.kron, np.select, np.average, np.median,
-# np.partition, np.convolve and np.interp (rt.rollaxis_grad has none: Numba compiles no
-# np.rollaxis). Argument combinations not handled raise TypingError.
+# np.partition, np.convolve, np.interp and np.rollaxis. Argument combinations not handled
+# raise TypingError.
+
+
+@overload(rt.rollaxis_grad)
+def _ov_rollaxis_grad(g, x, axis, start=0):
+    _require_array("rollaxis_grad", x)
+    _require_adjoint("rollaxis_grad", g)
+    n = x.ndim
+
+    def impl(g, x, axis, start=0):
+        ax = _norm_axis(axis, n)
+        st = start + n if start < 0 else start
+        return rt.unbroadcast(np.moveaxis(g, st - 1 if st > ax else st, ax), x)
+
+    return impl
 
 
 def _append_part(fname: str, first: bool):
@@ -3686,14 +3797,24 @@ def _ov_column_stack_grad(g, arrays):
     )
 
 
+@register_jitable
+def _as_row(v):
+    return np.ascontiguousarray(v).reshape((1, v.size))
+
+
+@register_jitable
+def _same(v):
+    return v
+
+
 def _kron_part(fname: str, of_a: bool):
     @overload(getattr(rt, fname))
     def _ov(g, a, b):
-        if not (isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim == b.ndim and a.ndim in (1, 2)):
-            raise TypingError(f"srctrans.runtime.{fname}: two vectors or two matrices, got {a} and {b}")
+        if not (isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim in (1, 2) and b.ndim in (1, 2)):
+            raise TypingError(f"srctrans.runtime.{fname}: vectors or matrices, got {a} and {b}")
         _require_array(fname, g)
         dt = _grad_dtype(a if of_a else b)
-        if a.ndim == 1:
+        if a.ndim == 1 and b.ndim == 1:
 
             def impl1(g, a, b):
                 m, p = a.shape[0], b.shape[0]
@@ -3708,19 +3829,24 @@ def _kron_part(fname: str, of_a: bool):
 
             return impl1
 
+        # a vector beside a matrix is the matrix of one row (as np.kron takes it)
+        a2 = _as_row if a.ndim == 1 else _same
+        b2 = _as_row if b.ndim == 1 else _same
+
         def impl2(g, a, b):
-            m, n = a.shape
-            p, q = b.shape
-            out = np.zeros(a.shape if of_a else b.shape, dt)
+            am, bm = a2(a), b2(b)
+            m, n = am.shape
+            p, q = bm.shape
+            out = np.zeros(am.shape if of_a else bm.shape, dt)
             for i in range(m):
                 for j in range(n):
                     for k in range(p):
                         for l in range(q):  # noqa: E741
                             if of_a:
-                                out[i, j] += g[i * p + k, j * q + l] * b[k, l]
+                                out[i, j] += g[i * p + k, j * q + l] * bm[k, l]
                             else:
-                                out[k, l] += g[i * p + k, j * q + l] * a[i, j]
-            return out
+                                out[k, l] += g[i * p + k, j * q + l] * am[i, j]
+            return out.reshape(a.shape if of_a else b.shape)
 
         return impl2
 

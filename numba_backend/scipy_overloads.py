@@ -1,16 +1,21 @@
-"""``scipy.special`` functions under ``numba.njit``: ``gammaln``, ``erf``, ``expit`` and ``logsumexp``.
+"""``scipy.special`` functions under ``numba.njit``: ``gammaln``, ``erf``, ``expit``, ``digamma``
+(``psi``), ``logit``, ``xlogy``, ``softmax`` and ``logsumexp``.
 
 Numba knows no SciPy function: a generated file's ``sp.gammaln(x)`` stopped with "Unknown
 attribute 'gammaln'". Importing this module registers an overload for each, so the line
 compiles and gives SciPy's numbers:
 
-- ``gammaln``, ``erf`` and ``expit`` call the very C functions SciPy's ufuncs call, found
+- ``gammaln``, ``erf``, ``expit``, ``digamma`` (``psi``) and ``logit`` call the very C functions SciPy's ufuncs call, found
   through ``scipy.special.cython_special`` and entered under symbols of our own
   (``srctrans.scipy.<name>``, as ``random_overloads`` does for libm), so the machine code
   holds a name, not an address, and Numba's disk cache can keep it. As SciPy's ufuncs, they
   take a number or an array of real numbers; float32 gives float32 (``gammaln`` and ``erf``
-  computed in float64 and rounded, as SciPy's float32 loops do; ``expit`` in float32 as
-  SciPy's), anything else float64. Complex arguments raise ``TypingError``.
+  computed in float64 and rounded, as SciPy's float32 loops do; ``expit`` and ``logit`` in
+  float32 as SciPy's), anything else float64. Complex arguments raise ``TypingError``.
+- ``xlogy(x, y)``: ``x * log(y)``, 0 where ``x`` is 0 and ``y`` is not NaN, as SciPy's C
+  function, on numbers and broadcast arrays.
+- ``softmax(x, axis=None)`` as SciPy writes it: the maximum along ``axis`` taken out, ``exp``,
+  divided by its sum along ``axis``.
 - ``logsumexp(a, axis=None, keepdims=False)`` (``b=`` and ``return_sign=`` not supported)
   follows SciPy's algorithm step by step: the maximum taken out, its repeats counted, the
   rest summed with ``log1p``, and the direct ``log(sum(exp(a)))`` where that is not finite.
@@ -94,6 +99,56 @@ _elementwise(sp.erf, _scipy_call("erf", "__pyx_fuse_1erf", False))
 _elementwise(
     sp.expit, _scipy_call("expit", "__pyx_fuse_0expit", False), _scipy_call("expit", "__pyx_fuse_1expit", True)
 )
+
+_elementwise(sp.psi, _scipy_call("psi", "__pyx_fuse_1psi", False))  # (sp.digamma is sp.psi)
+_elementwise(
+    sp.logit, _scipy_call("logit", "__pyx_fuse_0logit", False), _scipy_call("logit", "__pyx_fuse_1logit", True)
+)
+
+
+# --- xlogy, softmax ---
+
+
+def _real_or_array(x, fname: str, name: str) -> None:
+    dtype = x.dtype if isinstance(x, types.Array) else x
+    if isinstance(dtype, types.Complex) or not isinstance(dtype, (types.Number, types.Boolean)):
+        raise TypingError(f"{fname}: under jit, {name} must be a real number or an array of them, got {x}")
+
+
+@register_jitable
+def _xlogy1(x, y):
+    if x == 0 and not np.isnan(y):
+        return 0.0
+    return x * np.log(y)
+
+
+@overload(sp.xlogy)
+def _ov_xlogy(x, y):
+    fname = "scipy.special.xlogy"
+    _real_or_array(x, fname, "x")
+    _real_or_array(y, fname, "y")
+    if not isinstance(x, types.Array) and not isinstance(y, types.Array):
+        return lambda x, y: _xlogy1(np.float64(x), np.float64(y))
+
+    def impl(x, y):
+        # x * log(y) broadcast, then 0 where x is 0 and y is not NaN
+        return np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log(y))
+
+    return impl
+
+
+@overload(sp.softmax)
+def _ov_softmax(x, axis=None):
+    fname = "scipy.special.softmax"
+    if not isinstance(x, types.Array) or not isinstance(x.dtype, (types.Float, types.Integer)):
+        raise TypingError(f"{fname}: under jit, x must be an array of real numbers, got {x}")
+    _axis_kind(axis, fname)
+
+    def impl(x, axis=None):
+        shifted = np.exp(x - np.amax(x, axis=axis, keepdims=True))
+        return shifted / np.sum(shifted, axis=axis, keepdims=True)
+
+    return impl
 
 
 # --- logsumexp ---

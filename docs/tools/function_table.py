@@ -1,5 +1,7 @@
 """Write docs/functions.rst, the table of functions srctrans differentiates and batches, from
-the rule tables themselves (srctrans.rules.derivatives.DERIVATIVES, srctrans.rules.batching.BATCHING).
+the rule tables themselves (srctrans.rules.derivatives.DERIVATIVES, srctrans.rules.batching.BATCHING)
+and what compiles under jit (numba_backend.coverage, kept honest by
+tests/numba_backend/test_compile_status.py).
 
     python docs/tools/function_table.py          # rewrite docs/functions.rst
     python docs/tools/function_table.py --check  # exit 1 if it is out of date (tests/test_docs.py)
@@ -13,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from numba_backend.coverage import DIFFERENT, NOT_COMPILED, PARTLY  # noqa: E402
 from srctrans.rules.batching import BATCHING  # noqa: E402
 from srctrans.rules.derivatives import DERIVATIVES  # noqa: E402
 from srctrans.rules.runtime_helpers import RUNTIME_DERIVATIVES  # noqa: E402
@@ -32,9 +35,9 @@ batching rule: the batched file calls the function once on the whole batch; with
 vmap loops over the examples, which gives the same numbers more slowly). *zero* means the
 function is differentiated as a constant (its result carries no derivative: ``np.floor``,
 comparisons). Python's operators (``+``, ``@`` ...) use the rows of the NumPy functions they
-stand for. Any of these runs under ``jit`` where Numba compiles the function itself; where
-it does not, ``jit`` stops with a ``CompileError`` at your line and the transformations still
-run without ``jit`` (:doc:`gradients` lists the known cases).
+stand for. **jit**: whether the function and its gradient compile under ``jit`` (*no* and
+*partly* are numbered: the notes under the table say what does not compile; there ``jit``
+stops with a ``CompileError`` at your line, and the transformations still run without ``jit``).
 
 """
 
@@ -47,26 +50,37 @@ def _status(rule) -> tuple[str, str]:
     return reverse, forward
 
 
+def _jit(name: str, notes: list[str]) -> str:
+    for status, table in (("no", NOT_COMPILED), ("partly", PARTLY), ("yes", DIFFERENT)):
+        if name in table:
+            notes.append(f"``{name}``: {table[name]}")
+            return f"{status} ({len(notes)})"
+    return "yes"
+
+
 def table() -> str:
     names = sorted({n for n in (*DERIVATIVES, *BATCHING) if n.startswith(LIBRARIES) and n not in RUNTIME_DERIVATIVES})
-    rows = []
+    rows, notes = [], []
     for name in names:
         rule = DERIVATIVES.get(name)
         reverse, forward = _status(rule) if rule is not None else ("no", "no")
-        rows.append((f"``{name}``", reverse, forward, "yes" if name in BATCHING else "loop"))
-    widths = [max(len(r[i]) for r in rows + [("function", "reverse", "forward", "vmap")]) for i in range(4)]
+        rows.append((f"``{name}``", reverse, forward, "yes" if name in BATCHING else "loop", _jit(name, notes)))
+    header = ("function", "reverse", "forward", "vmap", "jit")
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
     rule_line = "  ".join("=" * w for w in widths)
-    lines = [rule_line, "  ".join(h.ljust(w) for h, w in zip(("function", "reverse", "forward", "vmap"), widths)), rule_line]
+    lines = [rule_line, "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), rule_line]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.append(rule_line)
     differentiated = sum(r[1] == "yes" for r in rows)
     constants = sum(r[1] == "zero" for r in rows)
     batched = sum(r[3] == "yes" for r in rows)
+    compiled = sum(r[4] == "yes" for r in rows)
     summary = (
         f"{len(rows)} functions: {differentiated} differentiated in reverse mode, {constants} constants "
-        f"(zero), {batched} with a batching rule.\n\n"
+        f"(zero), {batched} with a batching rule, {compiled} compiled under ``jit`` in full.\n\n"
     )
-    return HEADER + summary + "\n".join(lines) + "\n"
+    footer = "\n\nUnder ``jit``:\n\n" + "\n".join(f"({i}) {note}" + ("" if i == len(notes) else "\n") for i, note in enumerate(notes, 1))
+    return HEADER + summary + "\n".join(lines) + (footer if notes else "") + "\n"
 
 
 if __name__ == "__main__":

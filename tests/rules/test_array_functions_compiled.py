@@ -2,9 +2,9 @@
 
 ``test_derivatives.py`` checks their rules against central differences in plain Python; here
 ``srctrans.jit(srctrans.grad(f))`` (the adjoint file compiled by Numba, with the overloads of
-the helpers it calls) must give the numbers ``srctrans.grad(f)`` gives. Functions whose
-forward NumPy call Numba does not compile (np.nansum(x, axis=...), np.median(x, axis=...),
-np.rot90, np.rollaxis, scipy.special) are not compiled: their gradients run uncompiled.
+the helpers it calls) must give the numbers ``srctrans.grad(f)`` gives. What does not compile
+is listed in numba_backend/coverage.py (tests/numba_backend/test_compile_status.py checks
+every rule's first spec compiled).
 """
 
 from __future__ import annotations

@@ -1,0 +1,54 @@
+"""What of the functions with a derivative rule does not compile under ``srctrans.jit``.
+
+Every NumPy, SciPy, ``math`` and built-in function with a rule (``srctrans.rules.derivatives``)
+compiles, with its gradient, except what is listed here: there ``jit`` stops with a
+``CompileError`` at the user's line, and ``grad``, ``jvp`` and ``vjp`` without ``jit`` still work.
+``tests/numba_backend/test_compile_status.py`` keeps the lists honest (a key listed must fail
+to compile, a key not listed must compile and agree with the uncompiled gradient), and
+``docs/tools/function_table.py`` writes them into the ``jit`` column of ``docs/functions.rst``.
+
+- ``NOT_COMPILED``: rule key -> what does not compile, which its first spec uses;
+- ``PARTLY``: rule key -> the forms that do not compile (the others do);
+- ``DIFFERENT``: rule key -> how the compiled function differs from NumPy's (it compiles;
+  its gradient is that of the compiled function).
+"""
+
+from __future__ import annotations
+
+NOT_COMPILED: dict[str, str] = {
+    "numpy.squeeze": (
+        "without ``axis=`` (the result's number of dimensions depends on the shape, which Numba "
+        "must know when it compiles): pass ``axis=``"
+    ),
+    "numpy.select": (
+        "choices of different shapes or numbers, or an array default (Numba's np.select takes "
+        "a list of arrays of one shape)"
+    ),
+    "numpy.gradient": "Numba has no np.gradient",
+}
+
+PARTLY: dict[str, str] = {
+    "numpy.clip": "``min=``/``max=`` (NumPy 2's names; ``a_min=``/``a_max=`` and positional bounds compile)",
+    "numpy.vdot": "arrays of more than one dimension",
+    "numpy.trace": "stacks (arrays of three or more dimensions)",
+    "numpy.inner": "an operand of more than two dimensions",
+    "numpy.linalg.pinv": "stacks of matrices",
+    "numpy.linalg.norm": "matrix norms over a pair of axes (stacks), ``keepdims=`` with a matrix order",
+    "numpy.linalg.eigh": "``UPLO='U'``, stacks",
+    "numpy.linalg.svd": "``compute_uv=False``, stacks",
+    "numpy.linalg.qr": "stacks",
+    "numpy.linalg.eig": "stacks",
+    "numpy.flip": "``axis=``",
+    "numpy.sort": "``axis=None``",
+    "numpy.linspace": "array endpoints, ``endpoint=`` given by position",
+    "numpy.average": "``axis=`` (Numba's np.average takes the whole array), ``keepdims=``",
+    "numpy.partition": (
+        "``axis=`` other than the last; and Numba's np.partition may arrange the elements around "
+        "the k-th otherwise than NumPy's (the compiled gradient is that of the compiled function)"
+    ),
+    "numpy.interp": "``left=`` and ``right=``",
+}
+
+DIFFERENT: dict[str, str] = {
+    "numpy.partition": "Numba's np.partition may arrange the elements around the k-th otherwise than NumPy's",
+}

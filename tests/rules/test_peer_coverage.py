@@ -50,16 +50,13 @@ GAPS: dict[str, str] = {
     "scipy.signal.convolve": "no rule yet (numpy.convolve has one)",
     "scipy.integrate.odeint": "no rule: an integrator, not a formula (adjoint ODE)",
     **{k: _SPECIAL for k in (
-        "scipy.special.erfc scipy.special.erfinv scipy.special.erfcinv scipy.special.gamma scipy.special.polygamma "
-        "scipy.special.rgamma scipy.special.gammasgn scipy.special.multigammaln scipy.special.beta scipy.special.betaln "
-        "scipy.special.betainc scipy.special.gammainc scipy.special.gammaincc scipy.special.j0 scipy.special.j1 "
-        "scipy.special.jn scipy.special.y0 scipy.special.y1 scipy.special.yn scipy.special.i0 scipy.special.i1 "
-        "scipy.special.iv scipy.special.ive scipy.special.i1e scipy.special.xlog1py scipy.special.entr "
-        "scipy.special.rel_entr scipy.special.kl_div scipy.special.log_softmax scipy.special.ndtr scipy.special.log_ndtr "
-        "scipy.special.ndtri scipy.special.loggamma scipy.special.dawsn scipy.special.erfcx scipy.special.boxcox "
-        "scipy.special.boxcox1p scipy.special.sici scipy.special.fresnel scipy.special.factorial scipy.special.zeta "
-        "scipy.special.expi scipy.special.exp1 scipy.special.owens_t scipy.special.poch scipy.special.hyp1f1 "
-        "scipy.special.hyp2f1"
+        "scipy.special.polygamma scipy.special.multigammaln scipy.special.betainc scipy.special.gammainc "
+        "scipy.special.gammaincc scipy.special.j0 scipy.special.j1 scipy.special.jn scipy.special.y0 "
+        "scipy.special.y1 scipy.special.yn scipy.special.i0 scipy.special.i1 scipy.special.iv "
+        "scipy.special.ive scipy.special.i1e scipy.special.log_softmax scipy.special.boxcox "
+        "scipy.special.boxcox1p scipy.special.sici scipy.special.fresnel scipy.special.factorial "
+        "scipy.special.zeta scipy.special.expi scipy.special.exp1 scipy.special.owens_t scipy.special.poch "
+        "scipy.special.hyp1f1 scipy.special.hyp2f1"
     ).split()},
     **{k: _STATS for k in PEERS if k.startswith("scipy.stats.")},
 }

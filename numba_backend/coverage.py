@@ -22,6 +22,7 @@ NOT_COMPILED: dict[str, str] = {
     "numpy.linalg.eig": _ONE_MATRIX.format("eig"),
     "numpy.linalg.svd": _ONE_MATRIX.format("svd"),
     "numpy.linalg.norm": "np.linalg.norm(x, 'fro', axis=(1, 2)) of a stack: Numba's takes no axis",
+    "numpy.linalg.lstsq": "its adjoint helper srctrans.runtime.lstsq_grad_a has no Numba overload",
     "scipy.special.logsumexp": "logsumexp(x, axis=(0, 2)): numba_backend.scipy_overloads takes one axis",
     **{f"scipy.special.{name}": _NO_SCIPY.format(name) for name in (
         "digamma psi logit xlogy softmax erfc erfcx erfinv erfcinv ndtr log_ndtr ndtri dawsn gamma rgamma loggamma "

@@ -25,6 +25,10 @@ NOT_COMPILED: dict[str, str] = {
         "a list of arrays of one shape)"
     ),
     "numpy.gradient": "Numba has no np.gradient",
+    **{f"scipy.special.{name}": f"Numba knows no scipy.special.{name} (numba_backend.scipy_overloads has no overload yet)" for name in (
+        "erfc erfcx erfinv erfcinv ndtr log_ndtr ndtri dawsn gamma rgamma loggamma gammasgn beta betaln entr rel_entr "
+        "kl_div xlog1py"
+    ).split()},
 }
 
 PARTLY: dict[str, str] = {

@@ -505,6 +505,26 @@ DERIVATIVES.update({
     "scipy.special.logit": elementwise("1.0 / ({x} * (1.0 - {x}))"),
     # x log(y); as rt.xlogy's rule, y + (y == 0) keeps the partials finite where y is 0
     "scipy.special.xlogy": elementwise("np.log({y} + ({y} == 0))", "{x} / ({y} + ({y} == 0))"),
+    # issue 20, what autograd's and JAX's tests differentiate (tests/rules/peers.py): 2/sqrt(pi) is
+    # 1.1283791670955126, 1/sqrt(2 pi) 0.3989422804014327, sqrt(2 pi) 2.5066282746310002, sqrt(pi)/2 0.886226925452758
+    "scipy.special.erfc": elementwise("-1.1283791670955126 * np.exp(-{x} * {x})"),
+    "scipy.special.erfcx": elementwise("2.0 * {x} * {ans} - 1.1283791670955126"),
+    "scipy.special.erfinv": elementwise("0.886226925452758 * np.exp({ans} * {ans})"),
+    "scipy.special.erfcinv": elementwise("-0.886226925452758 * np.exp({ans} * {ans})"),
+    "scipy.special.ndtr": elementwise("0.3989422804014327 * np.exp(-0.5 * {x} * {x})"),
+    "scipy.special.log_ndtr": elementwise("0.3989422804014327 * np.exp(-0.5 * {x} * {x} - {ans})"),
+    "scipy.special.ndtri": elementwise("2.5066282746310002 * np.exp(0.5 * {ans} * {ans})"),
+    "scipy.special.dawsn": elementwise("1.0 - 2.0 * {x} * {ans}"),
+    "scipy.special.gamma": elementwise("{ans} * rt.digamma({x})"),
+    "scipy.special.rgamma": elementwise("-{ans} * rt.digamma({x})"),
+    "scipy.special.loggamma": elementwise("rt.digamma({x})"),  # (real arguments)
+    "scipy.special.gammasgn": nondiff(),
+    "scipy.special.beta": elementwise("{ans} * (rt.digamma({x}) - rt.digamma({x} + {y}))", "{ans} * (rt.digamma({y}) - rt.digamma({x} + {y}))"),
+    "scipy.special.betaln": elementwise("rt.digamma({x}) - rt.digamma({x} + {y})", "rt.digamma({y}) - rt.digamma({x} + {y})"),
+    "scipy.special.entr": elementwise("-np.log({x}) - 1.0"),
+    "scipy.special.rel_entr": elementwise("np.log({x} / {y}) + 1.0", "-{x} / {y}"),
+    "scipy.special.kl_div": elementwise("np.log({x} / {y})", "1.0 - {x} / {y}"),
+    "scipy.special.xlog1py": elementwise("np.log1p({y})", "{x} / (1.0 + {y})"),
     # ans (g - sum(g ans)) along axis: a symmetric Jacobian
     "scipy.special.softmax": vjp(
         "x, axis=None", jvp=dict(x="{ans} * ({t} - np.sum({t} * {ans}, {axis}, None, None, True))"),

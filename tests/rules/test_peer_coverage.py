@@ -67,12 +67,12 @@ GAPS: dict[str, str] = {
 
 def _rule_key(key: str) -> str | None:
     """The table entry that differentiates what ``key`` names (np.mod: numpy.remainder's), or None."""
-    from srctrans.ad.reverse import _rule_keys_by_id
+    from srctrans.rules.lookup import rule_keys_by_id
 
     if key in DERIVATIVES:
         return key
     obj = object_named(key)
-    return None if obj is None else _rule_keys_by_id().get(id(obj))
+    return None if obj is None else rule_keys_by_id().get(id(obj))
 
 
 COVERED = [k for k in PEERS if k not in GAPS]

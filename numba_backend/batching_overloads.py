@@ -119,13 +119,13 @@ def _batch_flatten(x):
 def _unbroadcast_overload(helper, per_example: bool) -> None:
     """``rt.batch_unbroadcast`` (``per_example``: ``x`` batched too) and ``rt.batch_unbroadcast_to``
     (one ``x`` for every example): ``rt.unbroadcast`` per example."""
-    from .runtime_overloads import _grad_dtype
+    from .arguments import grad_dtype
 
     @overload(helper)
     def _ov(g, x):
         if not (isinstance(g, types.Array) and isinstance(x, types.Array)):
             return None
-        dt = _grad_dtype(x)
+        dt = grad_dtype(x)
 
         def impl(g, x):
             n = g.shape[0]

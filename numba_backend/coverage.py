@@ -9,6 +9,8 @@ to compile, a key not listed must compile and agree with the uncompiled gradient
 
 - ``NOT_COMPILED``: rule key -> what does not compile, which its first spec uses;
 - ``PARTLY``: rule key -> the forms that do not compile (the others do);
+- ``FORWARD_NOT_COMPILED``: rule key -> why its forward mode (``jvp``, ``jacfwd``) does not
+  compile, where its gradient does (``jit`` of a ``jvp`` stops with a ``CompileError``);
 - ``DIFFERENT``: rule key -> how the compiled function differs from NumPy's (it compiles;
   its gradient is that of the compiled function).
 """
@@ -25,10 +27,13 @@ NOT_COMPILED: dict[str, str] = {
         "a list of arrays of one shape)"
     ),
     "numpy.gradient": "Numba has no np.gradient",
-    **{f"scipy.special.{name}": f"Numba knows no scipy.special.{name} (numba_backend.scipy_overloads has no overload yet)" for name in (
-        "erfc erfcx erfinv erfcinv ndtr log_ndtr ndtri dawsn gamma rgamma loggamma gammasgn beta betaln entr rel_entr "
-        "kl_div xlog1py"
-    ).split()},
+    **{
+        f"scipy.special.{name}": f"Numba knows no scipy.special.{name} (numba_backend.scipy_overloads has no overload yet)"
+        for name in (
+            "erfc erfcx erfinv erfcinv ndtr log_ndtr ndtri dawsn gamma rgamma loggamma gammasgn beta betaln entr rel_entr "
+            "kl_div xlog1py"
+        ).split()
+    },
 }
 
 PARTLY: dict[str, str] = {
@@ -51,6 +56,10 @@ PARTLY: dict[str, str] = {
         "the k-th otherwise than NumPy's (the compiled gradient is that of the compiled function)"
     ),
     "numpy.interp": "``left=`` and ``right=``",
+}
+
+FORWARD_NOT_COMPILED: dict[str, str] = {
+    "numpy.linalg.lstsq": "forward mode (``jvp``, ``jacfwd``): its tangents run uncompiled only",
 }
 
 DIFFERENT: dict[str, str] = {

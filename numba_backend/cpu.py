@@ -79,13 +79,21 @@ def _typing_line(tb, path: str) -> int | None:
 def _summary(message: str) -> str:
     """The first lines of a Numba error, before its own source excerpts and candidate lists."""
     keep = []
-    for ln in _ANSI.sub("", message).splitlines():
+    lines = _ANSI.sub("", message).splitlines()
+    for ln in lines:
         ln = ln.strip()
         if ln.startswith(('File "', "During:", "There are ", "- Of which")):
             break
         if ln and not ln.startswith("^"):
             keep.append(ln)
-    return "\n".join(keep[:5])
+    # the reasons an overload gave for refusing these arguments (numba_backend's say what to do)
+    reasons = []
+    for before, ln in zip(lines, lines[1:]):
+        if before.strip().startswith("Rejected as the implementation raised a specific error"):
+            reason = ln.strip().removeprefix("TypingError: ")
+            if reason not in reasons and not reason.startswith(("Failed in", "No implementation")):
+                reasons.append(reason)
+    return "\n".join(keep[:5] + [f"because: {r}" for r in reasons[:2]])
 
 
 def _guard(dispatcher, path: str, lock: Callable[[], ContextManager]) -> None:
@@ -135,7 +143,7 @@ def _warn_uncompiled(py_func, path: str, exceeded) -> None:
     where = f"{py_func.__name__}"
     try:
         lines = Path(path).read_text().splitlines()
-        for text in lines[py_func.__code__.co_firstlineno:]:
+        for text in lines[py_func.__code__.co_firstlineno :]:
             m = re.match(r"\s*# (\S+:\d+)\s", text + " ")
             if m:
                 where = f"{py_func.__name__} ({m.group(1)})"
@@ -159,7 +167,9 @@ def _user_stacklevel() -> int:
     """The ``stacklevel`` of the innermost caller outside srctrans, numba_backend and Numba."""
     import sys
 
-    ours = tuple(str(Path(m.__file__).resolve().parent) for m in (sys.modules["srctrans"], sys.modules["numba_backend"], numba))
+    ours = tuple(
+        str(Path(m.__file__).resolve().parent) for m in (sys.modules["srctrans"], sys.modules["numba_backend"], numba)
+    )
     frame, level = sys._getframe(2), 2  # (1: the function that calls warnings.warn)
     while frame is not None and frame.f_code.co_filename.startswith(ours):
         frame, level = frame.f_back, level + 1
@@ -252,7 +262,9 @@ def recursive_reach(text: str, functions: list[str]) -> set[str]:
     for node in ast.parse(text).body:
         if isinstance(node, ast.FunctionDef) and node.name in names:
             calls[node.name] = {
-                c.func.id for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in names
+                c.func.id
+                for c in ast.walk(node)
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in names
             }
 
     def reach(start: str) -> set[str]:

@@ -46,20 +46,15 @@ import numpy as np
 from numba.core import types
 from numba.core.errors import TypingError
 from numba.core.registry import cpu_target
-from numba.extending import intrinsic, overload, overload_method, register_jitable
+from numba.extending import overload, overload_method, register_jitable
 from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from srctrans import runtime as srctrans_runtime
 
+from .arguments import axis_kind, const_bool, const_int, is_int_tuple, is_none, norm_axis, unliteral
+
 # --- typing-time helpers (plain Python, run while Numba types a call) ---
-
-
-def _is_none(t: Any) -> bool:
-    """True for an omitted argument whose default is None, or an explicit None."""
-    if t is None or isinstance(t, types.NoneType):
-        return True
-    return isinstance(t, types.Omitted) and t.value is None
 
 
 def _require_array(a: Any, fname: str, min_ndim: int = 0) -> None:
@@ -78,51 +73,9 @@ def _require_numeric(a: types.Array, fname: str, allow_bool: bool = True) -> Non
         raise TypingError(f"{fname}: unsupported dtype {dt}")
 
 
-def _const_bool(t: Any, fname: str, name: str) -> bool:
-    """Value of an argument that must be a compile-time True/False (like keepdims)."""
-    if isinstance(t, bool):
-        return t
-    if isinstance(t, types.Omitted):
-        return bool(t.value)
-    if isinstance(t, (types.BooleanLiteral, types.IntegerLiteral)):
-        return bool(t.literal_value)
-    if _is_none(t):
-        return False
-    raise TypingError(f"{fname}: {name}= must be a constant True or False, got {t}")
-
-
-def _const_int(t: Any, fname: str, name: str) -> int:
-    """Value of an argument that must be a compile-time integer."""
-    if isinstance(t, int) and not isinstance(t, bool):
-        return t
-    if isinstance(t, types.Omitted) and isinstance(t.value, int):
-        return t.value
-    if isinstance(t, types.IntegerLiteral):
-        return t.literal_value
-    raise TypingError(f"{fname}: {name}= must be a constant integer, got {t}")
-
-
-def _is_int_tuple(t: Any) -> bool:
-    return isinstance(t, types.BaseTuple) and all(isinstance(x, types.Integer) for x in t.types)
-
-
-def _axis_kind(axis: Any, fname: str, allow_tuple: bool = True) -> tuple[str, int]:
-    """Classify an axis argument as ('none', 0), ('int', 1) or ('tuple', len)."""
-    if _is_none(axis):
-        return "none", 0
-    if isinstance(axis, types.Integer) or (isinstance(axis, int) and not isinstance(axis, bool)):
-        return "int", 1
-    if isinstance(axis, types.Omitted) and isinstance(axis.value, int):
-        return "int", 1
-    if allow_tuple and _is_int_tuple(axis):
-        return "tuple", len(axis.types)
-    what = "an int or a tuple of ints" if allow_tuple else "an int"
-    raise TypingError(f"{fname}: axis= must be None or {what}, got {axis}")
-
-
 def _dtype_arg(dtype: Any, fname: str) -> np.dtype | None:
     """NumPy dtype named by a ``dtype=`` argument, or None when it is absent."""
-    if _is_none(dtype):
+    if is_none(dtype):
         return None
     if isinstance(dtype, types.NumberClass):
         return as_dtype(dtype.instance_type)
@@ -132,31 +85,8 @@ def _dtype_arg(dtype: Any, fname: str) -> np.dtype | None:
 
 
 def _require_no_out(out: Any, fname: str) -> None:
-    if not _is_none(out):
+    if not is_none(out):
         raise TypingError(f"{fname}: out= is not supported")
-
-
-def _unliteral_type(t: types.Type) -> types.Type:
-    """Integers become intp, integer tuples UniTuple(intp); other types lose literal-ness."""
-    if isinstance(t, types.Integer):
-        return types.intp
-    if isinstance(t, types.BaseTuple):
-        inner = [_unliteral_type(x) for x in t.types]
-        if inner and all(x == inner[0] for x in inner):
-            return types.UniTuple(inner[0], len(inner))
-        return types.Tuple(inner)
-    return types.unliteral(t)
-
-
-@intrinsic
-def _unliteral(typingctx, x):
-    """Cast away literal types so that helpers compile once, not once per constant axis."""
-    ret = _unliteral_type(x)
-
-    def codegen(context, builder, sig, args):
-        return context.cast(builder, args[0], sig.args[0], sig.return_type)
-
-    return ret(x), codegen
 
 
 def _compile_source(source: str, name: str, env: dict[str, Any]) -> Callable:
@@ -172,14 +102,6 @@ def _compile_source(source: str, name: str, env: dict[str, Any]) -> Callable:
 
 
 @register_jitable
-def _norm_axis(axis, ndim):
-    ax = axis + ndim if axis < 0 else axis
-    if ax < 0 or ax >= ndim:
-        raise ValueError("axis is out of bounds for the array's dimension")
-    return ax
-
-
-@register_jitable
 def _prod_range(shape, start, stop):
     p = 1
     for d in range(start, stop):
@@ -190,7 +112,7 @@ def _prod_range(shape, start, stop):
 @register_jitable
 def _mask_axis(axis, ndim):
     mask = np.zeros(ndim, np.bool_)
-    mask[_norm_axis(axis, ndim)] = True
+    mask[norm_axis(axis, ndim)] = True
     return mask
 
 
@@ -198,7 +120,7 @@ def _mask_axis(axis, ndim):
 def _mask_axes(axes, ndim):
     mask = np.zeros(ndim, np.bool_)
     for axis in axes:
-        ax = _norm_axis(axis, ndim)
+        ax = norm_axis(axis, ndim)
         if mask[ax]:
             raise ValueError("duplicate value in 'axis'")
         mask[ax] = True
@@ -383,7 +305,7 @@ def _view3_mask(a, mask):
 
 _AXIS_FORMS = {
     "none": (_prepare_none, _view3_all, _shape_all),
-    "int": (_norm_axis, _view3_axis, _shape_axis),
+    "int": (norm_axis, _view3_axis, _shape_axis),
     "tuple": (_mask_axes, _view3_mask, _kept_shape),
 }
 
@@ -708,7 +630,7 @@ def _reduction_plan(kind: str, dt: np.dtype, dtype: np.dtype | None, fname: str)
 
 _REDUCTION_TEMPLATE = """\
 def impl({signature}):
-    ax = prepare(_unliteral(axis), NDIM)
+    ax = prepare(unliteral(axis), NDIM)
     b3 = view3({array}, ax)
     out2 = np.empty((b3.shape[0], b3.shape[2]), acc_scalar)
     kernel(b3, out2, {param})
@@ -728,7 +650,7 @@ def _reduction_impl(
     kernel: Callable,
     acc_dt: np.dtype,
     res_dt: np.dtype,
-    axis_kind: str,
+    form: str,
     ndim: int,
     keepdims: bool,
     n_reduced: int,
@@ -748,13 +670,13 @@ def _reduction_impl(
     source = _REDUCTION_TEMPLATE.format(signature=signature, array=array, param=param, post=post, finish=finish)
     env = {
         "np": np,
-        "_unliteral": _unliteral,
+        "unliteral": unliteral,
         "_sqrt2": _sqrt2,
         "_norm_ord_value": _norm_ord_value,
         "to_fixed_tuple": to_fixed_tuple,
-        "prepare": _AXIS_FORMS[axis_kind][0],
-        "view3": _AXIS_FORMS[axis_kind][1],
-        "shape_of": _AXIS_FORMS[axis_kind][2],
+        "prepare": _AXIS_FORMS[form][0],
+        "view3": _AXIS_FORMS[form][1],
+        "shape_of": _AXIS_FORMS[form][2],
         "kernel": kernel,
         "acc_scalar": acc_dt.type,
         "res_scalar": res_dt.type,
@@ -780,9 +702,9 @@ def _reduction(
     _require_array(a, fname)
     _require_numeric(a, fname)
     _require_no_out(out, fname)
-    keep = _const_bool(keepdims, fname, "keepdims")
-    axis_kind, n_reduced = _axis_kind(axis, fname, allow_tuple=kind not in ("argmax", "argmin"))
-    if axis_kind == "none":
+    keep = const_bool(keepdims, fname, "keepdims")
+    form, n_reduced = axis_kind(axis, fname, allow_tuple=kind not in ("argmax", "argmin"))
+    if form == "none":
         n_reduced = a.ndim
     elif a.ndim == 0:
         raise TypingError(f"{fname}: axis= given for a 0-d array")
@@ -790,7 +712,7 @@ def _reduction(
         raise TypingError(f"{fname}: more axes than the array's {a.ndim} dimensions")
     kernel, acc_dt, res_dt = _reduction_plan(kind, as_dtype(a.dtype), _dtype_arg(dtype, fname), fname)
     post = "    _sqrt2(out2)\n" if kind == "std" else ""
-    return _reduction_impl(signature, param, kernel, acc_dt, res_dt, axis_kind, a.ndim, keep, n_reduced, post)
+    return _reduction_impl(signature, param, kernel, acc_dt, res_dt, form, a.ndim, keep, n_reduced, post)
 
 
 _SIG_DTYPE = "a, axis=None, dtype=None, out=None, keepdims=False"
@@ -876,9 +798,6 @@ def _refuse_string_orders() -> None:
     numba_linalg._get_norm_impl = get_norm_impl
 
 
-_refuse_string_orders()
-
-
 @register_jitable
 def _nuclear_norm(x):
     """The sum of the singular values, as NumPy's 'nuc'."""
@@ -889,20 +808,20 @@ def _nuclear_norm(x):
 def _ov_norm(x, ord=None, axis=None, keepdims=False):
     fname = "np.linalg.norm"
     _require_array(x, fname)
-    axis_kind, n_axes = _axis_kind(axis, fname)
+    form, n_axes = axis_kind(axis, fname)
     if isinstance(ord, (types.UnicodeType, types.StringLiteral)):
         literal = getattr(ord, "literal_value", None)
-        if literal not in ("fro", "nuc") or x.ndim != 2 or axis_kind != "none" or _const_bool(keepdims, fname, "keepdims"):
+        if literal not in ("fro", "nuc") or x.ndim != 2 or form != "none" or const_bool(keepdims, fname, "keepdims"):
             raise TypingError(
                 f"{fname}: under jit, ord='fro' or 'nuc' is taken for one matrix (2-d x, no axis=, no keepdims=), got {ord}"
             )
         if literal == "nuc":
             return lambda x, ord=None, axis=None, keepdims=False: _nuclear_norm(x)
         return lambda x, ord=None, axis=None, keepdims=False: np.linalg.norm(x)  # 'fro': the elements' 2-norm
-    if _is_none(ord):
+    if is_none(ord):
         kind = "norm2"  # 2-norm of vectors, Frobenius norm of matrices: same formula
     elif isinstance(ord, (types.Integer, types.Float)):
-        vector = n_axes == 1 or (axis_kind == "none" and x.ndim == 1)
+        vector = n_axes == 1 or (form == "none" and x.ndim == 1)
         if not vector:
             raise TypingError(f"{fname}: ord= is supported for vector norms only (an int axis or a 1-d x)")
         kind = "norm_ord"
@@ -1160,7 +1079,7 @@ def _tensordot_perm(axes, ndim, summed_last):
     n = len(axes)
     perm = np.empty(ndim, np.intp)
     for i in range(n):
-        ax = _norm_axis(axes[i], ndim)
+        ax = norm_axis(axes[i], ndim)
         if mask[ax]:
             raise ValueError("tensordot: repeated axis")
         mask[ax] = True
@@ -1188,7 +1107,7 @@ def _tensordot_runner(a_ndim: int, b_ndim: int, n: int, dt: np.dtype, int_axes: 
         finish = register_jitable(lambda out, shape: out.reshape(to_fixed_tuple(shape, out_ndim)))
 
     def run(a, b, axes=2):
-        axa, axb = get_axes(_unliteral(axes))
+        axa, axb = get_axes(unliteral(axes))
         perm_a = _tensordot_perm(axa, a_ndim, True)
         perm_b = _tensordot_perm(axb, b_ndim, False)
         k = 1
@@ -1218,7 +1137,7 @@ def _tensordot_count(axes: Any, a: types.Array, b: types.Array) -> tuple[int, bo
     """(number of summed axes, whether `axes` is the int form)."""
     fname = "np.tensordot"
     if isinstance(axes, (types.Integer, types.Omitted, int)):
-        n = _const_int(axes, fname, "axes")
+        n = const_int(axes, fname, "axes")
         if n < 0 or n > a.ndim or n > b.ndim:
             raise TypingError(f"{fname}: axes={n} exceeds the operands' dimensions")
         return n, True
@@ -1227,7 +1146,7 @@ def _tensordot_count(axes: Any, a: types.Array, b: types.Array) -> tuple[int, bo
         for part in axes.types:
             if isinstance(part, types.Integer):
                 counts.append(1)
-            elif _is_int_tuple(part):
+            elif is_int_tuple(part):
                 counts.append(len(part.types))
             else:
                 raise TypingError(f"{fname}: axes= must hold ints or tuples of ints, got {axes}")
@@ -1274,9 +1193,9 @@ def _ov_inner(a, b):
 
 
 @functools.cache
-def _squeeze_runner(axis_kind: str, ndim: int, n_axes: int, c_layout: bool) -> Callable:
+def _squeeze_runner(form: str, ndim: int, n_axes: int, c_layout: bool) -> Callable:
     """Implementation (a, axis=None): a view without the size-1 axes named by axis."""
-    mask_of = _MASKS[axis_kind]
+    mask_of = _MASKS[form]
     out_ndim = ndim - n_axes
     if c_layout:  # a C-contiguous reshape keeps Numba's faster 'C' layout
         view = register_jitable(lambda a, shape, strides: a.reshape(to_fixed_tuple(shape, out_ndim)))
@@ -1288,7 +1207,7 @@ def _squeeze_runner(axis_kind: str, ndim: int, n_axes: int, c_layout: bool) -> C
         )
 
     def run(a, axis=None):
-        mask = mask_of(_unliteral(axis), ndim)
+        mask = mask_of(unliteral(axis), ndim)
         shape = np.empty(out_ndim, np.intp)
         strides = np.empty(out_ndim, np.intp)
         j = 0
@@ -1307,8 +1226,8 @@ def _squeeze_runner(axis_kind: str, ndim: int, n_axes: int, c_layout: bool) -> C
 
 def _squeeze(a: Any, axis: Any, fname: str) -> Callable:
     _require_array(a, fname)
-    axis_kind, n_axes = _axis_kind(axis, fname)
-    if axis_kind == "none":
+    form, n_axes = axis_kind(axis, fname)
+    if form == "none":
         if a.ndim == 0:
             return lambda a, axis=None: a
         raise TypingError(
@@ -1317,7 +1236,7 @@ def _squeeze(a: Any, axis: Any, fname: str) -> Callable:
         )
     if n_axes > a.ndim:
         raise TypingError(f"{fname}: more axes than the array's {a.ndim} dimensions")
-    return _squeeze_runner(axis_kind, a.ndim, n_axes, a.layout == "C" and a.ndim - n_axes > 0)
+    return _squeeze_runner(form, a.ndim, n_axes, a.layout == "C" and a.ndim - n_axes > 0)
 
 
 @overload(np.squeeze)
@@ -1337,7 +1256,7 @@ def _tile_runner(ndim: int, n_reps: int) -> Callable:
 
     def run(A, reps):
         a = A
-        reps_arr = _as_intp_array(_unliteral(reps))
+        reps_arr = _as_intp_array(unliteral(reps))
         src_shape = np.ones(d, np.intp)
         out_shape = np.ones(d, np.intp)
         for i in range(ndim):
@@ -1385,7 +1304,7 @@ def _ov_tile(A, reps):
     _require_array(A, fname)
     if isinstance(reps, types.Integer):
         n_reps = 1
-    elif _is_int_tuple(reps):
+    elif is_int_tuple(reps):
         n_reps = len(reps.types)
     else:
         raise TypingError(f"{fname}: reps must be an int or a tuple of ints, got {reps}")
@@ -1409,7 +1328,7 @@ def _ov_full_of_array(shape, fill_value, dtype=None):
     """np.full with an array fill_value, broadcast to shape (Numba's takes a number)."""
     if not isinstance(fill_value, types.Array):
         return None
-    dt = as_dtype(fill_value.dtype) if _is_none(dtype) else _dtype_arg(dtype, "np.full")
+    dt = as_dtype(fill_value.dtype) if is_none(dtype) else _dtype_arg(dtype, "np.full")
 
     def impl(shape, fill_value, dtype=None):
         out = np.empty(shape, dt)
@@ -1433,16 +1352,16 @@ def _ov_cumprod_axis(a, axis=None, dtype=None, out=None):
     """np.cumprod along an int axis, a C-contiguous result (Numba's takes no axis)."""
     fname = "np.cumprod"
     _require_no_out(out, fname)
-    if _is_none(axis) or not isinstance(a, types.Array):
+    if is_none(axis) or not isinstance(a, types.Array):
         return None  # Numba's own
-    if not _is_none(dtype):
+    if not is_none(dtype):
         raise TypingError(f"{fname}: dtype= is not supported under jit")
-    _axis_kind(axis, fname, allow_tuple=False)
+    axis_kind(axis, fname, allow_tuple=False)
     nd = a.ndim
     dt = _int_promoted(as_dtype(a.dtype))
 
     def impl(a, axis=None, dtype=None, out=None):
-        ax = _norm_axis(_unliteral(axis), nd)
+        ax = norm_axis(unliteral(axis), nd)
         moved = np.ascontiguousarray(np.moveaxis(a, ax, -1)).astype(dt)
         n = a.shape[ax]
         done = _cumprod_rows(moved.reshape((moved.size // max(n, 1), n))).reshape(moved.shape)
@@ -1459,16 +1378,16 @@ def _along_axis(fname: str, arg: bool) -> Callable:
     indices that sort it), a C-contiguous result; Numba's own sort the last axis only."""
 
     def overload_impl(a, axis=-1, kind=None, order=None):
-        if not isinstance(a, types.Array) or a.ndim < 2 or _is_none(axis) or isinstance(axis, types.Omitted):
+        if not isinstance(a, types.Array) or a.ndim < 2 or is_none(axis) or isinstance(axis, types.Omitted):
             return None  # Numba's own
-        if not _is_none(order):
+        if not is_none(order):
             raise TypingError(f"{fname}: order= is not supported under jit")
-        _axis_kind(axis, fname, allow_tuple=False)
+        axis_kind(axis, fname, allow_tuple=False)
         nd = a.ndim
         dt = np.dtype(np.intp) if arg else as_dtype(a.dtype)
 
         def impl(a, axis=-1, kind=None, order=None):
-            ax = _norm_axis(_unliteral(axis), nd)
+            ax = norm_axis(unliteral(axis), nd)
             moved = np.ascontiguousarray(np.moveaxis(a, ax, -1))
             n = a.shape[ax]
             rows = moved.reshape((moved.size // max(n, 1), n))
@@ -1492,7 +1411,7 @@ overload(np.argsort)(_along_axis("np.argsort", True))
 @overload(np.linalg.lstsq)
 def _ov_lstsq_rcond_none(a, b, rcond=None):
     """rcond=None (NumPy's default: machine precision times max(M, N)), through Numba's own."""
-    if not _is_none(rcond) or not isinstance(a, types.Array) or a.ndim != 2:
+    if not is_none(rcond) or not isinstance(a, types.Array) or a.ndim != 2:
         return None
     eps = float(np.finfo(np.float32 if a.dtype == types.float32 else np.float64).eps)
 
@@ -1622,15 +1541,15 @@ def _nan_reduction_args(a: Any, axis: Any, keepdims: Any, fname: str) -> bool:
     _require_array(a, fname)
     if not isinstance(a.dtype, (types.Float, types.Integer, types.Boolean)):
         raise TypingError(f"{fname}: under jit, an array of real numbers, got {a}")
-    _axis_kind(axis, fname)
-    return _is_none(axis) and not _const_bool(keepdims, fname, "keepdims")
+    axis_kind(axis, fname)
+    return is_none(axis) and not const_bool(keepdims, fname, "keepdims")
 
 
 @overload(np.nansum)
 def _ov_nansum(a, axis=None, dtype=None, out=None, keepdims=False):
     fname = "np.nansum"
     _require_no_out(out, fname)
-    if not _is_none(dtype):
+    if not is_none(dtype):
         raise TypingError(f"{fname}: dtype= is not supported under jit")
     _nan_reduction_args(a, axis, keepdims, fname)
 
@@ -1644,7 +1563,7 @@ def _ov_nansum(a, axis=None, dtype=None, out=None, keepdims=False):
 def _ov_nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
     fname = "np.nanmean"
     _require_no_out(out, fname)
-    if not _is_none(dtype):
+    if not is_none(dtype):
         raise TypingError(f"{fname}: dtype= is not supported under jit")
     _nan_reduction_args(a, axis, keepdims, fname)
 
@@ -1704,16 +1623,16 @@ def _ov_median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
         return None  # Numba's own
     if not isinstance(a.dtype, types.Float) or a.dtype.bitwidth != 64:
         raise TypingError(f"{fname}: with axis= or keepdims=, a float64 array under jit, got {a}")
-    kind, n_axes = _axis_kind(axis, fname)
+    kind, n_axes = axis_kind(axis, fname)
     if kind not in ("int", "none"):
         raise TypingError(f"{fname}: axis must be an int under jit, got {axis}")
     nd = a.ndim
-    keep = _const_bool(keepdims, fname, "keepdims")
+    keep = const_bool(keepdims, fname, "keepdims")
     out_nd = nd if keep else nd - 1
     flat = kind == "none"
 
     def impl(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-        ax = nd - 1 if flat else _norm_axis(_unliteral(axis), nd)
+        ax = nd - 1 if flat else norm_axis(unliteral(axis), nd)
         moved = np.ascontiguousarray(np.moveaxis(a, ax, -1))
         n = a.size if flat else a.shape[ax]
         values = _median_rows(moved.reshape((moved.size // n, n)))
@@ -1784,12 +1703,12 @@ def _ov_rot90(m, k=1, axes=(0, 1)):
     """np.rot90 with axes= (Numba's own takes none), as a copy."""
     fname = "np.rot90"
     _require_array(m, fname, 2)
-    if not (_is_int_tuple(axes) and len(axes) == 2) and not isinstance(axes, types.Omitted):
+    if not (is_int_tuple(axes) and len(axes) == 2) and not isinstance(axes, types.Omitted):
         raise TypingError(f"{fname}: axes must be a pair of ints, got {axes}")
     nd = m.ndim
 
     def impl(m, k=1, axes=(0, 1)):
-        a0, a1 = _norm_axis(axes[0], nd), _norm_axis(axes[1], nd)
+        a0, a1 = norm_axis(axes[0], nd), norm_axis(axes[1], nd)
         if a0 == a1:
             raise ValueError("Axes must be different.")
         return _rot90_copy(m, k, a0, a1)
@@ -1805,7 +1724,7 @@ def _ov_rollaxis(a, axis, start=0):
     nd = a.ndim
 
     def impl(a, axis, start=0):
-        ax = _norm_axis(axis, nd)
+        ax = norm_axis(axis, nd)
         st = start + nd if start < 0 else start
         if st < 0 or st > nd:
             raise ValueError("rollaxis: start is out of bounds")
@@ -1848,7 +1767,7 @@ def _concatenate_runner(ndim: int) -> Callable:
         if len(arrays) == 0:
             raise ValueError("need at least one array to concatenate")
         first = arrays[0]
-        ax = _norm_axis(_unliteral(axis), ndim)
+        ax = norm_axis(unliteral(axis), ndim)
         total = 0
         for x in arrays:
             for d in range(ndim):
@@ -1883,7 +1802,7 @@ def _stack_runner(ndim: int) -> Callable:
         if n == 0:
             raise ValueError("need at least one array to stack")
         first = arrays[0]
-        ax = _norm_axis(_unliteral(axis), out_ndim)
+        ax = norm_axis(unliteral(axis), out_ndim)
         for x in arrays:
             for d in range(ndim):
                 if x.shape[d] != first.shape[d]:
@@ -1930,10 +1849,10 @@ def _concatenate_flat_runner() -> Callable:
 def _ov_concatenate(arrays, axis=0):
     fname = "np.concatenate"
     item = _require_list(arrays, fname)
-    if _is_none(axis):
+    if is_none(axis):
         run = _concatenate_flat_runner()
     else:
-        _axis_kind(axis, fname, allow_tuple=False)
+        axis_kind(axis, fname, allow_tuple=False)
         if item.ndim == 0:
             raise TypingError(f"{fname}: zero-dimensional arrays cannot be concatenated")
         run = _concatenate_runner(item.ndim)
@@ -1944,7 +1863,7 @@ def _ov_concatenate(arrays, axis=0):
 def _ov_stack(arrays, axis=0):
     fname = "np.stack"
     item = _require_list(arrays, fname)
-    _axis_kind(axis, fname, allow_tuple=False)
+    axis_kind(axis, fname, allow_tuple=False)
     return _stack_runner(item.ndim)
 
 
@@ -2010,7 +1929,7 @@ def _ov_vstack(tup):
 @overload(np.array)
 def _ov_array_of_list(object, dtype=None):
     if isinstance(object, types.Array):  # np.array(x) of an array: a copy, as in NumPy
-        if _is_none(dtype):
+        if is_none(dtype):
             return lambda object, dtype=None: object.copy()
         scalar = _dtype_arg(dtype, "np.array").type
         return lambda object, dtype=None: object.astype(scalar)
@@ -2018,7 +1937,7 @@ def _ov_array_of_list(object, dtype=None):
     if item is None:
         return None  # everything else is Numba's own np.array
     stack = _stack_runner(item.ndim)
-    if _is_none(dtype):
+    if is_none(dtype):
         return lambda object, dtype=None: stack(object, 0)
     scalar = _dtype_arg(dtype, "np.array").type
     return lambda object, dtype=None: stack(object, 0).astype(scalar)
@@ -2389,10 +2308,10 @@ def _repeat_count_array(repeats, n):
 @overload(np.repeat)
 def _ov_repeat_axis(a, repeats, axis=None):
     fname = "np.repeat"
-    if _is_none(axis):
+    if is_none(axis):
         return None  # Numba's own (a flat result)
     _require_array(a, fname, 1)
-    _axis_kind(axis, fname, allow_tuple=False)
+    axis_kind(axis, fname, allow_tuple=False)
     if isinstance(repeats, types.Integer):
         counts_of = _repeat_count_int
     elif isinstance(repeats, types.Array) and repeats.ndim <= 1 and isinstance(repeats.dtype, types.Integer):
@@ -2402,7 +2321,7 @@ def _ov_repeat_axis(a, repeats, axis=None):
     nd = a.ndim
 
     def impl(a, repeats, axis=None):
-        ax = _norm_axis(_unliteral(axis), nd)
+        ax = norm_axis(unliteral(axis), nd)
         a3 = _view3_axis(a, ax)
         counts = counts_of(repeats, a3.shape[1])
         out3 = np.empty((a3.shape[0], counts.sum(), a3.shape[2]), a.dtype)
@@ -2444,10 +2363,10 @@ def _diff_step_bool(b3):
 @overload(np.diff)
 def _ov_diff_axis(a, n=1, axis=-1, prepend=None, append=None):
     fname = "np.diff"
-    if not (_is_none(prepend) and _is_none(append)):
+    if not (is_none(prepend) and is_none(append)):
         raise TypingError(f"{fname}: prepend= and append= are not supported under jit")
     _require_array(a, fname, 1)
-    _axis_kind(axis, fname, allow_tuple=False)
+    axis_kind(axis, fname, allow_tuple=False)
     if not isinstance(n, (int, types.Integer, types.Omitted)):
         raise TypingError(f"{fname}: n must be an int, got {n}")
     nd = a.ndim
@@ -2456,7 +2375,7 @@ def _ov_diff_axis(a, n=1, axis=-1, prepend=None, append=None):
     def impl(a, n=1, axis=-1, prepend=None, append=None):
         if n < 0:
             raise ValueError("order must be non-negative")
-        ax = _norm_axis(_unliteral(axis), nd)
+        ax = norm_axis(unliteral(axis), nd)
         cur = _view3_axis(a, ax).copy()
         for _ in range(n):
             cur = step(cur)
@@ -2468,16 +2387,16 @@ def _ov_diff_axis(a, n=1, axis=-1, prepend=None, append=None):
 @overload(np.roll)
 def _ov_roll_axis(a, shift, axis=None):
     fname = "np.roll"
-    if _is_none(axis):
+    if is_none(axis):
         return None  # Numba's own
     _require_array(a, fname, 1)
-    _axis_kind(axis, fname, allow_tuple=False)
+    axis_kind(axis, fname, allow_tuple=False)
     if not isinstance(shift, types.Integer):
         raise TypingError(f"{fname}: with an int axis, shift must be an int, got {shift}")
     nd = a.ndim
 
     def impl(a, shift, axis=None):
-        ax = _norm_axis(_unliteral(axis), nd)
+        ax = norm_axis(unliteral(axis), nd)
         a3 = _view3_axis(a, ax)
         out3 = np.empty(a3.shape, a.dtype)
         n = a3.shape[1]
@@ -2505,7 +2424,7 @@ def _ov_diagonal(a, offset=0, axis1=0, axis2=1):
     out_nd = nd - 1
 
     def impl(a, offset=0, axis1=0, axis2=1):
-        ax1, ax2 = _norm_axis(axis1, nd), _norm_axis(axis2, nd)
+        ax1, ax2 = norm_axis(axis1, nd), norm_axis(axis2, nd)
         if ax1 == ax2:
             raise ValueError("axis1 and axis2 cannot be the same")
         perm = np.empty(nd, np.intp)
@@ -2541,11 +2460,11 @@ def _pad_widths(pad_width: Any, fname: str) -> Callable:
     ``(n,)``, ``(before, after)``, ``((before, after),)`` or one pair per axis."""
     if isinstance(pad_width, types.Integer):
         return register_jitable(lambda pw, nd: (np.full(nd, pw, np.intp), np.full(nd, pw, np.intp)))
-    if _is_int_tuple(pad_width) and len(pad_width.types) in (1, 2):
+    if is_int_tuple(pad_width) and len(pad_width.types) in (1, 2):
         last = len(pad_width.types) - 1
         return register_jitable(lambda pw, nd: (np.full(nd, pw[0], np.intp), np.full(nd, pw[last], np.intp)))
     if isinstance(pad_width, types.BaseTuple) and all(
-        _is_int_tuple(t) and len(t.types) in (1, 2) for t in pad_width.types
+        is_int_tuple(t) and len(t.types) in (1, 2) for t in pad_width.types
     ):
         sizes = [len(t.types) for t in pad_width.types]
         if len(set(sizes)) == 1:
@@ -2555,7 +2474,7 @@ def _pad_widths(pad_width: Any, fname: str) -> Callable:
             def widths(pw, nd):
                 if count != 1 and count != nd:
                     raise ValueError("np.pad: pad_width must have one pair, or one per axis")
-                p = _unliteral(pw)
+                p = unliteral(pw)
                 before, after = np.empty(nd, np.intp), np.empty(nd, np.intp)
                 for d in range(nd):
                     k = d if count == nd else 0
@@ -2633,3 +2552,8 @@ def _ov_getitem_list(a, index):
     if not isinstance(index.dtype, (types.Integer, types.Boolean)):
         raise TypingError(f"array[list]: the list must hold ints or bools, got {index}")
     return lambda a, index: a[np.array(index)]
+
+
+# Last: importing numba.np.linalg registers Numba's own linalg and '@' implementations, which
+# must come after this module's (Numba tries them in the order they were registered).
+_refuse_string_orders()

@@ -36,6 +36,8 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 from srctrans import runtime as rt
 from srctrans.ad.custom import stop_gradient
 
+from .arguments import grad_dtype
+
 __all__: list[str] = []
 
 # --- typing-time helpers (plain Python, run while Numba types a call) -----------------
@@ -59,14 +61,6 @@ def _is_int_seq(t: Any) -> bool:
     if isinstance(t, types.BaseTuple):
         return all(isinstance(e, types.Integer) for e in t.types)
     return isinstance(t, types.List) and isinstance(t.dtype, types.Integer)
-
-
-def _grad_dtype(x: Any) -> np.dtype:
-    """The dtype of the adjoint of an array ``x``: its own if inexact, else float64."""
-    dt = x.dtype
-    if isinstance(dt, (types.Float, types.Complex)):
-        return as_dtype(dt)
-    return np.dtype(np.float64)
 
 
 def _scalar_dtype(t: Any) -> np.dtype:
@@ -511,7 +505,7 @@ def _ov_grad_seed(out):
         return lambda out: 1.0
     if isinstance(out, types.Array):
         if out.ndim == 0:
-            one = _grad_dtype(out).type(1.0)
+            one = grad_dtype(out).type(1.0)
             return lambda out: one
 
         def impl(out):
@@ -561,7 +555,7 @@ def _ov_zeros_like(x):
     if _is_scalar(x):
         return lambda x: 0.0
     if isinstance(x, types.Array):
-        dt = _grad_dtype(x)
+        dt = grad_dtype(x)
         return lambda x: np.zeros(x.shape, dt)
     raise TypingError(f"srctrans.runtime.zeros_like: expected a number or an array, got {x}")
 
@@ -575,7 +569,7 @@ def _ov_unbroadcast(g, x):
         if _is_scalar(g):
             return lambda g, x: float(g)
         return lambda g, x: float(_total(g))
-    dt = _grad_dtype(x)
+    dt = grad_dtype(x)
     n = x.ndim
     if _is_scalar(g):
         return lambda g, x: np.full(x.shape, g, dt)
@@ -651,7 +645,7 @@ def _reduction_dtype(fname: str, x: Any, axis: Any, real: bool = False) -> np.dt
         return None
     if real and isinstance(x.dtype, types.Complex):
         raise TypingError(f"srctrans.runtime.{fname}: complex arrays are not supported")
-    return _grad_dtype(x)
+    return grad_dtype(x)
 
 
 @overload(rt.sum_grad)
@@ -1163,7 +1157,7 @@ def _int_arrays_impl(is_array: tuple[bool, ...], n: int):
 def _ov_getitem_grad(g, x, index):
     if not isinstance(x, types.Array) or x.ndim == 0:
         raise TypingError(f"srctrans.runtime.getitem_grad: x must be an array of at least 1 dimension, got {x}")
-    dt = _grad_dtype(x)
+    dt = grad_dtype(x)
     _getitem_grad_add_impl(g, x.ndim, index, "getitem_grad")  # (its refusals name getitem_grad)
 
     def impl(g, x, index):
@@ -1515,7 +1509,7 @@ def _ov_ones_like(x):
     if _is_scalar(x):
         return lambda x: 1.0
     if isinstance(x, types.Array):
-        dt = _grad_dtype(x)
+        dt = grad_dtype(x)
         return lambda x: np.ones(x.shape, dt)
     raise TypingError(f"srctrans.runtime.ones_like: expected a number or an array, got {x}")
 
@@ -2199,7 +2193,7 @@ def _ov_logsumexp_grad(g, x, ans, axis=None, keepdims=False, b=None):
 def _ov_diagonal_grad(g, x, offset=0, axis1=0, axis2=1):
     _require_adjoint("diagonal_grad", g)
     _require_array("diagonal_grad", x, 2)
-    dt, n = _grad_dtype(x), x.ndim
+    dt, n = grad_dtype(x), x.ndim
 
     def impl(g, x, offset=0, axis1=0, axis2=1):
         axes = np.empty(2, np.int64)
@@ -2270,7 +2264,7 @@ def _flip_axis(a, axis, dt):
 def _ov_flip_grad(g, x, axis=None):
     _require_adjoint("flip_grad", g)
     _require_array("flip_grad", x)
-    dt, kind = _grad_dtype(x), _axis_kind(axis, "flip_grad")
+    dt, kind = grad_dtype(x), _axis_kind(axis, "flip_grad")
     if kind == "none":
 
         def impl_all(g, x, axis=None):  # every axis flipped: the flat order reversed
@@ -2299,7 +2293,7 @@ def _ov_diff_grad(g, x, n=1, axis=-1):
     _require_array("diff_grad", x)
     if not _is_int(n) or _axis_kind(axis, "diff_grad") != "int" or not isinstance(g, types.Array) or g.ndim != x.ndim:
         raise TypingError("srctrans.runtime.diff_grad: under jit, n and axis must be ints and g an array of x's dimensions")
-    dt = _grad_dtype(x)
+    dt = grad_dtype(x)
 
     def impl(g, x, n=1, axis=-1):
         ax = _norm_axis(axis, x.ndim)
@@ -2324,7 +2318,7 @@ def _ov_roll_grad(g, x, shift, axis=None):
     _require_array("roll_grad", x)
     if not _is_int(shift) or _axis_kind(axis, "roll_grad") == "tuple":
         raise TypingError("srctrans.runtime.roll_grad: under jit, shift must be an int and axis None or an int")
-    dt = _grad_dtype(x)
+    dt = grad_dtype(x)
 
     def impl(g, x, shift, axis=None):
         g3 = _to3(_flat_of(g, x.size).reshape(x.shape), axis)
@@ -2348,7 +2342,7 @@ def _ov_tile_grad(g, x, reps):
     _require_array("tile_grad", x)
     if not isinstance(g, types.Array) or g.ndim < x.ndim:
         raise TypingError(f"srctrans.runtime.tile_grad: g must be an array of at least x's dimensions, got {g}")
-    dt, d, nx = _grad_dtype(x), g.ndim, x.ndim
+    dt, d, nx = grad_dtype(x), g.ndim, x.ndim
 
     def impl(g, x, reps):
         xs = np.ones(d, np.int64)  # x's shape, with leading 1s up to g's dimensions
@@ -2475,7 +2469,7 @@ def _ov_pad_grad(g, x, pad_width, mode="constant"):
         raise TypingError(f"srctrans.runtime.pad_grad: np.pad is differentiated in 'constant' mode only, got {mode}")
     _require_adjoint("pad_grad", g)
     _require_array("pad_grad", x)
-    dt, n = _grad_dtype(x), x.ndim
+    dt, n = grad_dtype(x), x.ndim
 
     def impl(g, x, pad_width, mode="constant"):
         before = _pad_before(pad_width, n)
@@ -2562,7 +2556,7 @@ def _ov_take_along_axis_grad(g, x, indices, axis=-1):
         raise TypingError(f"srctrans.runtime.take_along_axis_grad: indices must be an integer array of x's dimensions, got {indices}")
     if not _is_int(axis):
         raise TypingError(f"srctrans.runtime.take_along_axis_grad: axis must be None or an int, got {axis}")
-    dt, n = _grad_dtype(x), x.ndim
+    dt, n = grad_dtype(x), x.ndim
 
     def impl(g, x, indices, axis=-1):
         a = _norm_axis(axis, n)
@@ -2587,7 +2581,7 @@ def _ov_take_along_axis_grad(g, x, indices, axis=-1):
 def _ov_put_block(x, index):
     if not (isinstance(x, types.Array) and x.ndim == 2):
         raise TypingError(f"srctrans.runtime.put_block: under jit, x must be a matrix, got {x}")
-    dt = _grad_dtype(x)
+    dt = grad_dtype(x)
 
     def impl(x, index):
         n, m = x.shape
@@ -2705,7 +2699,7 @@ def _check_svd(fname: str, x: Any, ans: Any, compute_uv: Any) -> None:
 @overload(rt.svd_grad)
 def _ov_svd_grad(g, x, ans, full_matrices=True, compute_uv=True):
     _check_svd("svd_grad", x, ans, compute_uv)
-    dt = _grad_dtype(x)
+    dt = grad_dtype(x)
 
     def impl(g, x, ans, full_matrices=True, compute_uv=True):
         m, n = x.shape
@@ -2739,7 +2733,7 @@ def _ov_svd_grad(g, x, ans, full_matrices=True, compute_uv=True):
 @overload(rt.svd_jvp)
 def _ov_svd_jvp(t, x, ans, full_matrices=True, compute_uv=True):
     _check_svd("svd_jvp", x, ans, compute_uv)
-    dt = _grad_dtype(x)
+    dt = grad_dtype(x)
 
     def impl(t, x, ans, full_matrices=True, compute_uv=True):
         m, n = x.shape
@@ -2793,7 +2787,7 @@ def _qr_shape_check(x, mode):
 @overload(rt.qr_grad)
 def _ov_qr_grad(g, x, ans, mode="reduced"):
     _check_qr("qr_grad", x, ans)
-    dt = _grad_dtype(x)
+    dt = grad_dtype(x)
 
     def impl(g, x, ans, mode="reduced"):
         _qr_shape_check(x, mode)
@@ -2811,7 +2805,7 @@ def _ov_qr_grad(g, x, ans, mode="reduced"):
 @overload(rt.qr_jvp)
 def _ov_qr_jvp(t, x, ans, mode="reduced"):
     _check_qr("qr_jvp", x, ans)
-    dt = _grad_dtype(x)
+    dt = grad_dtype(x)
 
     def impl(t, x, ans, mode="reduced"):
         _qr_shape_check(x, mode)
@@ -2890,6 +2884,18 @@ def _ov_eig_jvp(t, ans):
     return impl
 
 
+@overload(rt.tangent_sum)
+def _ov_tangent_sum(a, b):
+    """Two tuples of tangents added piece by piece (forward mode's sum of a rule's terms)."""
+    if not (isinstance(a, types.BaseTuple) and isinstance(b, types.BaseTuple) and len(a.types) == len(b.types)):
+        raise TypingError(f"srctrans.runtime.tangent_sum: two tuples of one length, got {a} and {b}")
+    n = len(a.types)
+    parts = ", ".join(f"a[{i}] + b[{i}]" for i in range(n))
+    scope: dict = {}
+    exec(f"def impl(a, b):\n    return ({parts}{',' if n == 1 else ''})\n", scope)
+    return scope["impl"]
+
+
 # --- lstsq: its adjoints (its tangents run uncompiled only: a clear refusal under jit) ---
 
 
@@ -2922,7 +2928,7 @@ def _lstsq_grad(fname: str, of_a: bool):
             raise TypingError(f"srctrans.runtime.{fname}: np.linalg.lstsq is differentiated with rcond=None only")
         if not (isinstance(a, types.Array) and a.ndim == 2 and isinstance(b, types.Array) and b.ndim in (1, 2)):
             raise TypingError(f"srctrans.runtime.{fname}: a matrix a and a vector or matrix b, got {a} and {b}")
-        dt = _grad_dtype(a if of_a else b)
+        dt = grad_dtype(a if of_a else b)
         vector = b.ndim == 1
         eps = float(np.finfo(np.float64).eps)
 
@@ -3093,7 +3099,7 @@ def _sequence_grad(fname: str, g: Any, arrays: Any, signature: str, axis: str, e
     env = {"_to3": _to3, "_piece": _piece, "_norm_axis": _norm_axis}
     lines = [f"def impl({signature}):", f"    g3 = _to3(g, {axis})", "    start = 0"]
     if isinstance(arrays, types.List):
-        env["dt"] = _grad_dtype(elements[0]) if isinstance(elements[0], types.Array) else np.dtype(np.float64)
+        env["dt"] = grad_dtype(elements[0]) if isinstance(elements[0], types.Array) else np.dtype(np.float64)
         lines += [
             "    out = []",
             "    for a in arrays:",
@@ -3104,7 +3110,7 @@ def _sequence_grad(fname: str, g: Any, arrays: Any, signature: str, axis: str, e
         result = "out"
     else:
         for i, t in enumerate(elements):
-            env[f"dt{i}"] = _grad_dtype(t) if isinstance(t, types.Array) else np.dtype(np.float64)
+            env[f"dt{i}"] = grad_dtype(t) if isinstance(t, types.Array) else np.dtype(np.float64)
             lines += [
                 f"    n{i} = {extent(f'arrays[{i}]', t)}",
                 f"    p{i} = _piece(g3, start, n{i}, arrays[{i}], dt{i})",
@@ -3617,7 +3623,7 @@ def _ov_linspace_grad(g, x, endpoint=True, at_stop=False):
 @overload(rt.linspace_spread)
 def _ov_linspace_spread(u, g, endpoint=True, at_stop=False):
     _require_linspace("linspace_spread", g, u)
-    dt = _grad_dtype(g)
+    dt = grad_dtype(g)
 
     def impl(u, g, endpoint=True, at_stop=False):
         n = g.shape[0]
@@ -3635,7 +3641,7 @@ def _ov_trace_grad(g, x, offset=0, axis1=0, axis2=1):
         raise TypingError(f"srctrans.runtime.trace_grad: under jit, x must be a matrix (g a number), got {x} and {g}")
     if not (_is_int(offset) and _is_int(axis1) and _is_int(axis2)):
         raise TypingError("srctrans.runtime.trace_grad: offset, axis1 and axis2 must be ints")
-    dt = _grad_dtype(x)
+    dt = grad_dtype(x)
 
     def impl(g, x, offset=0, axis1=0, axis2=1):
         a1, a2 = _norm_axis(axis1, 2), _norm_axis(axis2, 2)
@@ -3700,7 +3706,7 @@ def _ov_zeros_per_matrix(x):
         raise TypingError(f"srctrans.runtime.zeros_per_matrix: x must be a matrix or a stack of them, got {x}")
     if x.ndim == 2:
         return lambda x: 0.0
-    dt = _grad_dtype(x)
+    dt = grad_dtype(x)
     return lambda x: np.zeros(x.shape[:-2], dt)
 
 
@@ -3759,7 +3765,7 @@ def _append_part(fname: str, first: bool):
                     return lambda g, arr, values, axis=None: float(np.ravel(np.asarray(g))[0])
                 return lambda g, arr, values, axis=None: float(np.sum(np.ravel(np.asarray(g))[np.size(arr):]))
             raise TypingError(f"srctrans.runtime.{fname}: a number appended along an axis")
-        dt = _grad_dtype(target)
+        dt = grad_dtype(target)
         if _is_none(axis):
 
             def impl_flat(g, arr, values, axis=None):
@@ -3813,7 +3819,7 @@ def _kron_part(fname: str, of_a: bool):
         if not (isinstance(a, types.Array) and isinstance(b, types.Array) and a.ndim in (1, 2) and b.ndim in (1, 2)):
             raise TypingError(f"srctrans.runtime.{fname}: vectors or matrices, got {a} and {b}")
         _require_array(fname, g)
-        dt = _grad_dtype(a if of_a else b)
+        dt = grad_dtype(a if of_a else b)
         if a.ndim == 1 and b.ndim == 1:
 
             def impl1(g, a, b):
@@ -4024,7 +4030,7 @@ def _ov_interp_grad(g, x, xp, fp, left=None, right=None, period=None):
     if not _is_none(period):
         raise TypingError("srctrans.runtime.interp_grad: np.interp is differentiated without period= only")
     _require_array("interp_grad", fp)
-    dt = _grad_dtype(fp)
+    dt = grad_dtype(fp)
     has_left, has_right = not _is_none(left), not _is_none(right)
 
     def impl(g, x, xp, fp, left=None, right=None, period=None):

@@ -16,7 +16,7 @@ compiles and gives SciPy's numbers:
   function, on numbers and broadcast arrays.
 - ``softmax(x, axis=None)`` as SciPy writes it: the maximum along ``axis`` taken out, ``exp``,
   divided by its sum along ``axis``.
-- ``logsumexp(a, axis=None, keepdims=False)`` (``b=`` and ``return_sign=`` not supported)
+- ``logsumexp(a, axis=None, keepdims=False)`` (``axis`` an int or a tuple; ``b=`` and ``return_sign=`` not supported)
   follows SciPy's algorithm step by step: the maximum taken out, its repeats counted, the
   rest summed with ``log1p``, and the direct ``log(sum(exp(a)))`` where that is not finite.
 """
@@ -33,7 +33,7 @@ from numba.extending import get_cython_function_address, intrinsic, overload, re
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from . import overloads  # noqa: F401  (np.max, np.sum with axis= and keepdims=)
-from .overloads import _axis_kind, _const_bool, _is_none, _norm_axis, _unliteral
+from .arguments import axis_kind, const_bool, is_none, norm_axis, unliteral
 
 __all__: list[str] = []
 
@@ -142,7 +142,7 @@ def _ov_softmax(x, axis=None):
     fname = "scipy.special.softmax"
     if not isinstance(x, types.Array) or not isinstance(x.dtype, (types.Float, types.Integer)):
         raise TypingError(f"{fname}: under jit, x must be an array of real numbers, got {x}")
-    _axis_kind(axis, fname)
+    axis_kind(axis, fname)
 
     def impl(x, axis=None):
         shifted = np.exp(x - np.amax(x, axis=axis, keepdims=True))
@@ -155,12 +155,12 @@ def _ov_softmax(x, axis=None):
 
 
 @register_jitable
-def _reduced_shape(shape, ax, ndim):
-    """``shape`` without its axis ``ax``."""
-    out = np.empty(ndim - 1, np.intp)
+def _reduced_shape(shape, reduced, nd, out_nd):
+    """``shape`` without the axes ``reduced`` marks."""
+    out = np.empty(out_nd, np.intp)
     j = 0
-    for d in range(ndim):
-        if d != ax:
+    for d in range(nd):
+        if not reduced[d]:
             out[j] = shape[d]
             j += 1
     return out
@@ -200,20 +200,49 @@ def _logsumexp_kept(x, axis, dt):
 
 
 @register_jitable
-def _empty_kept(shape, ax, nd, dt):
-    """SciPy's result for an empty array: -inf, with the reduced axes (all when ``ax < 0``) kept."""
+def _empty_kept(shape, reduced, nd, dt):
+    """SciPy's result for an empty array: -inf, with the reduced axes kept (size 1)."""
     out = np.empty(nd, np.intp)
     for d in range(nd):
-        out[d] = 1 if (ax < 0 or d == ax) else shape[d]
+        out[d] = 1 if reduced[d] else shape[d]
     return np.full(to_fixed_tuple(out, nd), -np.inf, dt)
+
+
+def _reduced_axes(kind: str, nd: int):
+    """A jitted ``axes(axis)``: the boolean mask of the axes that ``axis`` (of kind ``kind``,
+    ``axis_kind``'s) reduces, checked as NumPy checks them."""
+    if kind == "none":
+
+        def axes(axis):
+            return np.ones(nd, np.bool_)
+
+    elif kind == "int":
+
+        def axes(axis):
+            reduced = np.zeros(nd, np.bool_)
+            reduced[norm_axis(unliteral(axis), nd)] = True
+            return reduced
+
+    else:
+
+        def axes(axis):
+            reduced = np.zeros(nd, np.bool_)
+            for ax in unliteral(axis):
+                d = norm_axis(ax, nd)
+                if reduced[d]:
+                    raise ValueError("duplicate value in 'axis'")
+                reduced[d] = True
+            return reduced
+
+    return register_jitable(axes)
 
 
 @overload(sp.logsumexp)
 def _ov_logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     fname = "scipy.special.logsumexp"
-    if not _is_none(b):
+    if not is_none(b):
         raise TypingError(f"{fname}: b= is not supported under jit")
-    if _const_bool(return_sign, fname, "return_sign"):
+    if const_bool(return_sign, fname, "return_sign"):
         raise TypingError(f"{fname}: return_sign=True is not supported under jit")
     if (
         not isinstance(a, types.Array)
@@ -221,19 +250,20 @@ def _ov_logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         or not isinstance(a.dtype, (types.Float, types.Integer, types.Boolean))
     ):
         raise TypingError(f"{fname}: under jit, a must be an array of real numbers (1-D or more), got {a}")
-    kind, _ = _axis_kind(axis, fname, allow_tuple=False)
-    keep = _const_bool(keepdims, fname, "keepdims")
+    kind, count = axis_kind(axis, fname)
+    keep = const_bool(keepdims, fname, "keepdims")
     nd = a.ndim
-    out_nd = nd - 1
+    out_nd = 0 if kind == "none" else nd - count
     dt = np.float32 if a.dtype == types.float32 else np.float64
     whole = kind == "none"
+    axes = _reduced_axes(kind, nd)
 
     def kept(a, axis):
         x = np.ascontiguousarray(a).astype(dt)
-        ax = -1 if whole else _norm_axis(_unliteral(axis), nd)
+        reduced = axes(axis)
         if x.size == 0:
-            return _empty_kept(x.shape, ax, nd, dt), ax
-        return _logsumexp_kept(x, axis, dt), ax
+            return _empty_kept(x.shape, reduced, nd, dt), reduced
+        return _logsumexp_kept(x, axis, dt), reduced
 
     kept = register_jitable(kept)
     if keep:
@@ -242,7 +272,7 @@ def _ov_logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         return lambda a, axis=None, b=None, keepdims=False, return_sign=False: kept(a, axis)[0].ravel()[0]
 
     def impl(a, axis=None, b=None, keepdims=False, return_sign=False):
-        out, ax = kept(a, axis)
-        return out.reshape(to_fixed_tuple(_reduced_shape(out.shape, ax, nd), out_nd))
+        out, reduced = kept(a, axis)
+        return out.reshape(to_fixed_tuple(_reduced_shape(out.shape, reduced, nd, out_nd), out_nd))
 
     return impl

@@ -133,14 +133,7 @@ def upward_imports() -> set[tuple[str, str]]:
 
 # --- what is left of the old shape (delete entries as they are fixed) -----------------------------
 
-KNOWN_PRIVATE = {
-    ("numba_backend.batching_overloads", "numba_backend.runtime_overloads", "_grad_dtype"),
-    ("numba_backend.scipy_overloads", "numba_backend.overloads", "_axis_kind"),
-    ("numba_backend.scipy_overloads", "numba_backend.overloads", "_const_bool"),
-    ("numba_backend.scipy_overloads", "numba_backend.overloads", "_is_none"),
-    ("numba_backend.scipy_overloads", "numba_backend.overloads", "_norm_axis"),
-    ("numba_backend.scipy_overloads", "numba_backend.overloads", "_unliteral"),
-}
+KNOWN_PRIVATE: set[tuple[str, str, str]] = set()
 
 # modules in an import circle
 KNOWN_CIRCLE_MEMBERS = {

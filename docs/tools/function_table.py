@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from numba_backend.coverage import DIFFERENT, NOT_COMPILED, PARTLY  # noqa: E402
+from numba_backend.coverage import DIFFERENT, FORWARD_NOT_COMPILED, NOT_COMPILED, PARTLY  # noqa: E402
 from srctrans.rules.batching import BATCHING  # noqa: E402
 from srctrans.rules.derivatives import DERIVATIVES  # noqa: E402
 from srctrans.rules.runtime_helpers import RUNTIME_DERIVATIVES  # noqa: E402
@@ -51,7 +51,7 @@ def _status(rule) -> tuple[str, str]:
 
 
 def _jit(name: str, notes: list[str]) -> str:
-    for status, table in (("no", NOT_COMPILED), ("partly", PARTLY), ("yes", DIFFERENT)):
+    for status, table in (("no", NOT_COMPILED), ("partly", PARTLY), ("partly", FORWARD_NOT_COMPILED), ("yes", DIFFERENT)):
         if name in table:
             notes.append(f"``{name}``: {table[name]}")
             return f"{status} ({len(notes)})"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import srctrans
-from numba_backend.coverage import DIFFERENT, NOT_COMPILED, PARTLY
+from numba_backend.coverage import DIFFERENT, FORWARD_NOT_COMPILED, NOT_COMPILED, PARTLY
 from srctrans.rules.derivatives import DERIVATIVES
 from srctrans.tree import tree_flatten, tree_map
 from tests.rules.specs import SPECS
@@ -81,19 +81,7 @@ def test_the_lists_name_rules():
     assert set(PARTLY_FAILS) == set(PARTLY)
 
 
-# Keys whose compiled gradient fails in some processes only, a bug to fix (not a list entry)
-ORDER_DEPENDENT = {
-    "numpy.linalg.matrix_power": (
-        "after other keys compiled in the same process, Numba's own np.linalg.matrix_power (typed "
-        "optional) is picked before numba_backend's, and the adjoint helpers cannot take its result"
-    ),
-}
-
-
-@pytest.mark.parametrize(
-    "key",
-    [pytest.param(k, marks=pytest.mark.xfail(reason=ORDER_DEPENDENT[k], strict=False)) if k in ORDER_DEPENDENT else k for k in KEYS],
-)
+@pytest.mark.parametrize("key", KEYS)
 def test_compiles_or_is_listed(key):
     if key in NOT_COMPILED:
         with pytest.raises(srctrans.CompileError):
@@ -116,3 +104,13 @@ def test_nuclear_norm_compiles():
     got, want = _compiled_vjp("numpy.linalg.norm", 12)
     for g, w in zip(tree_flatten(got)[0], tree_flatten(want)[0], strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("key", sorted(FORWARD_NOT_COMPILED))
+def test_forward_mode_listed_as_not_compiled_is_refused_with_the_reason(key):
+    fn, makers = SPECS[key][0]
+    args = _args(key, 0, makers)
+    tangents = tuple(np.ones_like(a) for a in args)
+    srctrans.jvp(fn, args, tangents)  # runs uncompiled
+    with pytest.raises(srctrans.CompileError, match="jvp is not compiled yet"):
+        srctrans.jvp(srctrans.jit(fn), args, tangents)

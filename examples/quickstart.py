@@ -3,6 +3,7 @@
 Run:  python examples/quickstart.py
 """
 
+import os
 import time
 
 import numpy as np
@@ -42,7 +43,7 @@ def main() -> None:
     print("-" * 72)
     print(srctrans.source(fast), end="")
     print("-" * 72)
-    print("see it again with:  srctrans show examples/quickstart.py:calc")
+    print(f"see it again with:  srctrans show {os.path.relpath(__file__)}:calc")
 
 
 if __name__ == "__main__":

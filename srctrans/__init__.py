@@ -8,7 +8,7 @@ pdb keep working.
 from . import distributed, parallel, random, sharding  # noqa: E402,F401  (parallel first: srctrans.runtime imports its collectives)
 from .ad.custom import custom_vjp, stop_gradient  # noqa: E402
 from .ad.custom_jvp import custom_jvp  # noqa: E402
-from .api import grad, hessian, jacfwd, jacrev, jit, jvp, linearize, source, source_path, value_and_grad, vjp  # noqa: E402
+from .api import grad, jit, source, source_path, value_and_grad, vjp  # noqa: E402
 from .batching import vmap  # noqa: E402
 from .check import check_grads  # noqa: E402
 from .config import config  # noqa: E402
@@ -24,6 +24,7 @@ from .errors import (  # noqa: E402
     UnsupportedSyntaxError,
     ViewUpdateError,
 )
+from .jacobians import hessian, jacfwd, jacrev  # noqa: E402
 from .parallel import all_gather, axis_index, devices, pmap, pmax, pmean, pmin, psum  # noqa: E402
 from .sharding import (  # noqa: E402
     AxisType,
@@ -36,6 +37,7 @@ from .sharding import (  # noqa: E402
     make_mesh,
     set_mesh,
 )
+from .tangents import jvp, linearize  # noqa: E402
 from .version import __version__  # noqa: F401
 
 __all__ = [

@@ -1,8 +1,11 @@
-"""The public transformations, each a pipeline of passes ending in a generated file.
+"""The first public transformations: ``jit``, and the grad family (``grad``,
+``value_and_grad``, ``vjp``), each a pipeline of passes ending in a generated file.
 
 ``jit`` is the first: the function, normalized, written to ``__srctrans__/`` and
 compiled by Numba (``numba_backend``). Every transformed function shows its
 generated file in its ``repr`` and through :func:`source` / :func:`source_path`.
+Forward mode is :mod:`srctrans.tangents`, the Jacobians :mod:`srctrans.jacobians`,
+``vmap`` :mod:`srctrans.batching.api`; they build on :class:`Jitted` and :class:`Grad`.
 
 Pytrees cross the boundary here, as in JAX: an argument that is a tuple, list, dict or
 namedtuple is flattened at every call, its structure picks the specialization (one
@@ -16,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,10 +26,13 @@ from typing import Any
 
 import numpy as np
 
+from . import faces
 from . import sharding as _sharding
+from .boundary import COMPLEX_REFUSED, any_tree, in_primal_dtypes, is_container, leaf_dtype, refuse_complex
 from .capture import capture, unwrap
 from .config import config
-from .pipeline import StaticArgs, Transform, generate
+from .parallel.propagate import sharded_call
+from .pipeline import generate
 from .specialization import (
     RESERVED,
     Specialization,
@@ -36,12 +41,12 @@ from .specialization import (
     leaf_names,
     normalize_argnames,
     normalize_argnums,
-    rebuild,
     unbuild,
 )
 from .statics import opaque
 from .subclasses import plain, plain_leaves
 from .tree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path
+from .variant import StaticArgs, Transform
 
 __all__ = ["grad", "jit", "source", "source_path", "value_and_grad", "vjp"]
 
@@ -211,7 +216,7 @@ class Jitted:
         for name, value in values.items():
             if name in self._static or name == self._self_param:
                 continue
-            if _is_container(value):
+            if is_container(value):
                 flat[name], trees[name] = tree_flatten(value)
                 flat[name] = plain_leaves(flat[name], lambda i, name=name, value=value: self._label(name, value, i))
             elif type(value) is not np.ndarray and isinstance(value, np.ndarray):
@@ -247,9 +252,9 @@ class Jitted:
 
     def __call__(self, *args, **kwargs):
         if _sharding.live and _sharding.has_sharded(args, kwargs):  # sharded arrays: run per shard
-            return _sharding.call(self, args, kwargs)
+            return sharded_call(self, args, kwargs)
         fast = self._fast
-        if fast is not None and not kwargs and len(args) == self._fast_arity and not config.disable_jit and not _any_tree(args, self._wrt):
+        if fast is not None and not kwargs and len(args) == self._fast_arity and not config.disable_jit and not any_tree(args, self._wrt):
             try:
                 raw = fast(*args)
             except Exception as err:
@@ -257,7 +262,7 @@ class Jitted:
                 raise
             return self._result(self._simple, raw)
         spec = self._simple
-        if spec is not None and not kwargs and self._direct and len(args) == spec.arity and not _any_tree(args, self._wrt):
+        if spec is not None and not kwargs and self._direct and len(args) == spec.arity and not any_tree(args, self._wrt):
             call_args = args
         else:
             spec, call_args = self._prepare(args, kwargs)
@@ -445,7 +450,7 @@ class Grad(Jitted):
             if type(value) is float or m[0] == "attr" or value is None:
                 continue
             try:
-                dtype = value.dtype if type(value) is np.ndarray else _leaf_dtype(value)
+                dtype = value.dtype if type(value) is np.ndarray else leaf_dtype(value)
             except ValueError:  # (a ragged list, passed as it is)
                 continue
             if dtype.kind == "c":  # differentiated or not: met by a differentiated value, it would be wrong
@@ -466,7 +471,7 @@ class Grad(Jitted):
 
     def __call__(self, *args, **kwargs):
         if _sharding.live and _sharding.has_sharded(args, kwargs):  # sharded arrays: run per shard
-            return _sharding.call(self, args, kwargs)
+            return sharded_call(self, args, kwargs)
         fast = self._fast
         if fast is not None and not kwargs and len(args) == self._fast_arity and not config.disable_jit and self._plain(args):
             try:  # compiled, and called before: straight to the dispatcher
@@ -476,7 +481,7 @@ class Grad(Jitted):
                 raise
             return self._result(self._simple, raw, args, kwargs)
         spec = self._simple
-        if spec is not None and not kwargs and self._direct and len(args) == spec.arity and not _any_tree(args, self._wrt):
+        if spec is not None and not kwargs and self._direct and len(args) == spec.arity and not any_tree(args, self._wrt):
             self._check_inputs(spec, args)
             call_args = args
         else:
@@ -492,7 +497,7 @@ class Grad(Jitted):
             value = out
         grads = spec.group(grads)
         if args is not None:
-            grads = _in_primal_dtypes(grads, self._primals(args, kwargs or {}))
+            grads = in_primal_dtypes(grads, self._primals(args, kwargs or {}))
         if self._single:
             grads = grads[0]
         if self._with_value:
@@ -509,22 +514,6 @@ class Grad(Jitted):
             return [args[names.index(n)] for n in self._wrt]
         bound = self._signature.bind(*self._bound_args, *args, **{**self._bound_kwargs, **kwargs})
         return [bound.arguments.get(n) for n in self._wrt]
-
-
-def _in_primal_dtypes(cotangents: tuple, primals: list) -> tuple:
-    """Each cotangent (a gradient) in the dtype of the argument it belongs to, as in JAX: a float32
-    argument gets a float32 gradient whatever precision the function computed in (a cast to
-    float64 inside it, a float64 constant, or Numba's promotion of float32 arrays under jit)."""
-    return tuple(tree_map(_in_dtype_of, c, p) if _is_container(p) else _in_dtype_of(c, p) for c, p in zip(cotangents, primals))
-
-
-def _in_dtype_of(cotangent: Any, primal: Any) -> Any:
-    dtype = getattr(primal, "dtype", None)
-    if dtype is None or dtype.kind != "f" or getattr(cotangent, "dtype", None) == dtype:
-        return cotangent  # Python numbers, integers (allow_int's zeros), and what already fits
-    if isinstance(primal, np.ndarray):
-        return np.asarray(cotangent, dtype=dtype)
-    return dtype.type(cotangent)
 
 
 def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, allow_int: bool = False) -> Grad:
@@ -566,13 +555,13 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     primals = tuple(_plain_tree(runner, n, p) for n, p in zip(visible, primals))  # (the primal too: plain arrays)
 
     def vjp_fn(cotangent):
-        _refuse_complex("vjp", [*visible, "the cotangent"], [*primals, cotangent])
+        refuse_complex("vjp", [*visible, "the cotangent"], [*primals, cotangent])
         spec, call_args = runner._prepare(tuple(primals), {})
         if spec.returns is not None:  # a dict or list result: the cotangent in the same structure
             struct = spec.returns["tuple"][0] if has_aux else spec.returns
             cotangent = unbuild(struct, cotangent)
         raw = runner._run(spec, [*call_args, cotangent])
-        return _in_primal_dtypes(spec.group(raw[-1]), list(primals))  # one cotangent per primal, in its structure
+        return in_primal_dtypes(spec.group(raw[-1]), list(primals))  # one cotangent per primal, in its structure
 
     out = fn(*primals)
     if has_aux:
@@ -581,32 +570,14 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     return out, vjp_fn
 
 
-# --- pytrees at the boundary -------------------------------------------------------------------
-
-
-def _is_container(value: Any) -> bool:
-    """Whether ``value`` is a pytree container passed as its leaves (``None`` is passed as it is)."""
-    t = type(value)
-    return t is tuple or t is list or t is dict or (isinstance(value, tuple) and hasattr(t, "_fields"))
-
-
 def _plain_tree(fn: Jitted, name: str, value: Any) -> Any:
     """Argument ``name``'s ``value`` with its array subclasses refused or viewed as plain arrays
     (:func:`srctrans.subclasses.plain`)."""
-    if not _is_container(value):
+    if not is_container(value):
         return plain(value, fn._label(name))
     leaves, treedef = tree_flatten(value)
     kept = plain_leaves(leaves, lambda i: fn._label(name, value, i))
     return value if kept is leaves else treedef.unflatten(kept)
-
-
-def _any_tree(args: tuple, wrt: tuple | None) -> bool:
-    """Whether a call needs binding: a container argument, an array subclass (refused or passed
-    as a plain array there, :mod:`srctrans.subclasses`) or (``wrt``: differentiating) a ``None``."""
-    for a in args:
-        if _is_container(a) or (a is None and wrt is not None) or (type(a) is not np.ndarray and isinstance(a, np.ndarray)):
-            return True
-    return False
 
 
 def jit(
@@ -684,700 +655,4 @@ def source(fn) -> str:
     return _transformed(fn).source()
 
 
-# --- forward mode and second order: jvp, linearize, jacfwd, jacrev, hessian -------------------
-#
-# ``jvp`` runs the generated tangent file (srctrans.ad.forward) of the function, or of a
-# grad's adjoint file (forward over reverse: Hessian-vector products). ``jacfwd`` pushes
-# every basis vector of the inputs at once through ``vmap`` of that tangent file (primals
-# unbatched, tangents batched along a basis axis), ``jacrev`` every basis cotangent of the
-# outputs through ``vmap`` of the vjp file; where vmap cannot vectorize a file it writes its
-# per-example loop (compiled under ``jit``), and a Python loop over basis vectors is the
-# last resort when vmap refuses the file. The results are arranged as JAX does:
-# ``out.shape + in.shape`` for each pair of output and input leaves.
-
-from .tree import tree_map  # noqa: E402
-
-
-def _forward_target(fn) -> tuple[Callable, bool]:
-    """The function whose tangent file a forward transformation runs, and whether it compiles."""
-    compiled = isinstance(fn, Jitted) and fn._compile
-    if isinstance(fn, Grad):  # forward over reverse: the adjoint file, returning the gradient
-        from .nesting import adjoint_function
-
-        return adjoint_function(fn), compiled
-    if isinstance(fn, Jitted):
-        return fn._fn, compiled
-    if not callable(fn):
-        raise TypeError(f"expected a function, got {type(fn).__name__}")
-    return fn, False
-
-
-def _visible_params(target: Callable) -> list[str]:
-    pyfn, _, bound_args, _ = unwrap(target)
-    return [p.name for p in inspect.signature(pyfn).parameters.values()][len(bound_args):]
-
-
-class _Tangents:
-    """The tangent file of one function for one set of differentiated arguments, ready to call."""
-
-    def __init__(self, fn: Callable, wrt: tuple[str, ...], has_aux: bool) -> None:
-        target, compiled = _forward_target(fn)
-        self.visible = _visible_params(target)
-        self.wrt = wrt
-        self.has_aux = has_aux
-        options: tuple = (("wrt", wrt),) + ((("has_aux", True),) if has_aux else ())
-        self.runner = Jitted(target, _transform=Transform("jvp", options), _compile=compiled)
-        self.runner._wrt = wrt
-
-    def __call__(self, primals: tuple, tangents: dict[str, Any]) -> tuple:
-        """``(out, tangent_out)`` (``(out, tangent_out, aux)`` with ``has_aux``); ``tangents`` by argument name."""
-        spec = self.runner._simple
-        if (
-            spec is not None and self.runner._direct and len(primals) == spec.arity
-            and not _any_tree(primals, self.wrt) and spec.returns is None
-        ):  # plain arrays and floats, seen before: no binding (jacfwd's loop)
-            raw = self.runner._run(spec, [*primals, *(tangents[n] for n in self.wrt)])
-            return (raw[0], raw[2], raw[1]) if self.has_aux else raw
-        spec, call_args = self.runner._prepare(tuple(primals), {})
-        flat: list[Any] = []
-        for name, kind in spec.layout:
-            if kind == "one":
-                flat.append(tangents[name])
-            elif kind is not None:
-                flat.extend(tree_flatten(tangents[name])[0])
-        raw = self.runner._run(spec, [*call_args, *flat])
-        return self.finish(spec, raw)
-
-    def finish(self, spec: Specialization, raw: Any) -> tuple:
-        """The tangent file's raw result (tuples for returned lists and dicts) in the function's structure."""
-        if self.has_aux:
-            out, aux, out_dot = raw
-            struct = spec.returns
-            if isinstance(struct, dict) and len(struct.get("tuple", ())) == 2:
-                out, out_dot = rebuild(struct["tuple"][0], out), rebuild(struct["tuple"][0], out_dot)
-            return out, out_dot, spec.rebuild_aux(aux)
-        out, out_dot = raw
-        return spec.rebuild(out), spec.rebuild(out_dot)
-
-
-_TANGENT_FILES: dict[tuple, _Tangents] = {}  # (fn, wrt, has_aux) -> its tangent file
-_VISIBLE: dict[Any, list[str]] = {}  # fn -> its parameters, for jvp's fast path
-_TANGENT_LOCK = threading.Lock()
-
-
-def _tangents_for(fn: Callable, wrt: tuple[str, ...], has_aux: bool) -> _Tangents:
-    try:
-        key = (fn, wrt, has_aux)
-        hash(key)
-    except TypeError:
-        return _Tangents(fn, wrt, has_aux)
-    found = _TANGENT_FILES.get(key)
-    if found is None:
-        found = _Tangents(fn, wrt, has_aux)
-        with _TANGENT_LOCK:
-            _TANGENT_FILES[key] = found
-    return found
-
-
-def _fast_jvp(fn: Callable, primals: tuple, tangents: tuple, has_aux: bool):
-    """``jvp`` for float and float-array arguments of a function seen before; None: take the full path."""
-    try:
-        visible = _VISIBLE.get(fn)
-    except TypeError:
-        return None
-    if visible is None or len(primals) != len(visible):
-        return None
-    names: list[str] = []
-    moving: list[Any] = []
-    for name, p, t in zip(visible, primals, tangents):
-        tp = type(p)
-        if tp is float:
-            if type(t) is not float:
-                return None
-            if t != 0.0:
-                names.append(name)
-                moving.append(t)
-        elif tp is np.ndarray:
-            if type(t) is not np.ndarray or t.shape != p.shape or t.dtype != p.dtype or p.dtype.kind != "f":
-                return None
-            if t.size and (t.item(0) != 0 or t.any()):  # (the first entry decides most calls)
-                names.append(name)
-                moving.append(t)
-        else:
-            return None
-    if not moving:
-        return None
-    found = _TANGENT_FILES.get((fn, tuple(names), has_aux))
-    runner = found.runner if found is not None else None
-    if runner is None or runner._simple is None or not runner._direct or runner._simple.returns is not None:
-        return None
-    raw = runner._run(runner._simple, [*primals, *moving])
-    if has_aux:
-        return raw[0], _in_output_dtypes(raw[2], raw[0]), raw[1]
-    return raw[0], _in_output_dtypes(raw[1], raw[0])
-
-
-def _in_output_dtypes(tangent: Any, out: Any) -> Any:
-    """A tangent in the dtypes of the output it belongs to, as in JAX (a float32 output's tangent
-    is float32, not a Python float or, under jit, Numba's float64)."""
-    return tree_map(_in_dtype_of, tangent, out) if _is_container(out) else _in_dtype_of(tangent, out)
-
-
-COMPLEX_REFUSED = (
-    "srctrans differentiates real values only, and this one is complex; "
-    "pass its real and imaginary parts as two float arrays"
-)
-
-
-def _refuse_complex(who: str, names, values) -> None:
-    """A ``TypeError`` naming the first complex leaf of ``values`` (differentiated or not: a complex
-    value that meets a differentiated one gives wrong derivatives)."""
-    for name, value in zip(names, values):
-        for path, leaf in tree_flatten_with_path(value)[0]:
-            if leaf is not None and (isinstance(leaf, complex) or getattr(leaf, "dtype", None) is not None and leaf.dtype.kind == "c"):
-                raise TypeError(f"{who}: {name}{keystr(path)}: {COMPLEX_REFUSED}")
-
-
-def _leaf_dtype(x: Any) -> np.dtype:
-    if hasattr(x, "dtype"):
-        return np.dtype(x.dtype)
-    return np.asarray(x).dtype
-
-
-def _differentiable(x: Any) -> bool:
-    return _leaf_dtype(x).kind in "fc"
-
-
-def _check_tangents(who: str, names: list[str], primals: tuple, tangents: tuple) -> None:
-    """Tangents must match their primals leaf by leaf: structure, shape and (floats) dtype."""
-    from .tree import tree_structure
-
-    for name, p, t in zip(names, primals, tangents):
-        ps, ts = tree_structure(p), tree_structure(t)
-        if ps != ts:
-            raise TypeError(f"{who}: the tangent of argument {name!r} has structure {ts!r}, its primal {ps!r}")
-        for (path, pl), tl in zip(tree_flatten_with_path(p)[0], tree_flatten(t)[0]):
-            where = name + keystr(path)
-            if np.shape(pl) != np.shape(tl):
-                raise ValueError(f"{who}: the tangent of {where} has shape {np.shape(tl)}, its primal {np.shape(pl)}")
-            pd, td = _leaf_dtype(pl), _leaf_dtype(tl)
-            if pd.kind == "c":
-                raise TypeError(f"{who}: {where}: {COMPLEX_REFUSED}")
-            if pd.kind == "f":
-                if td != pd:
-                    raise TypeError(f"{who}: the tangent of {where} has dtype {td}, its primal {pd}; they must be equal")
-            elif td.kind not in "biuf" or np.any(np.asarray(tl) != 0):
-                raise ValueError(
-                    f"{who}: {where} is {pd}, which has no derivative; its tangent must be zeros, got a nonzero tangent"
-                )
-
-
-def _nonzero(t: Any) -> bool:
-    """Whether a tangent leaf has an entry that is not zero (nan counts as not zero)."""
-    return bool(np.any(t)) if isinstance(t, np.ndarray) else bool(t != 0)
-
-
-def _with_defaults(target: Callable, visible: list[str], primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
-    """Primals and tangents for every parameter: those left out are their defaults (the values
-    bound at ``def`` time), with zero tangents. Unchanged when one left out has no default."""
-    params = inspect.signature(unwrap(target)[0]).parameters
-    missing = [params[n].default for n in visible[len(primals) :]]
-    if any(d is inspect.Parameter.empty for d in missing):
-        return primals, tangents
-    return primals + tuple(missing), tangents + tuple(tree_map(_zero_tangent, d) for d in missing)
-
-
-def _zero_tangent(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        return np.zeros(x.shape, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
-    if isinstance(x, np.generic):
-        return np.zeros((), dtype=x.dtype if x.dtype.kind in "fc" else np.float64)[()]
-    return 0.0
-
-
-def _as_tangent(p: Any, t: Any) -> Any:
-    """A tangent as the tangent file takes it: zeros of float type for integer primal leaves."""
-    return tree_map(lambda pl, tl: tl if _differentiable(pl) else _zero_tangent(pl), p, t)
-
-
-def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
-    """``(out, tangent_out)``: ``fn``'s value and its directional derivative along ``tangents``, like ``jax.jvp``.
-
-    ``primals`` and ``tangents`` are tuples with one entry per argument, of the same pytree
-    structure, shapes and (floating-point) dtypes. Integer arguments carry no derivative:
-    their tangents must be zeros. Runs ``fn``'s generated tangent file (``f.jvp.py``),
-    compiled when ``fn`` is a ``srctrans.jit``. ``jvp(srctrans.grad(f), (x,), (v,))[1]`` is
-    the Hessian-vector product ``H(x) @ v`` (forward mode over the adjoint file). With
-    ``has_aux=True``, ``fn`` returns ``(out, aux)`` and the result is ``(out, tangent_out, aux)``.
-
-    An argument whose tangent is all zeros is not differentiated: the tangent file for the
-    other arguments runs (one file per such set), so ``jvp(loss, (W, b, x), (tW, tb,
-    zeros))`` costs what a jvp along ``W`` and ``b`` alone costs. This is JAX's symbolic zero
-    for a value a function closes over; computing with the zeros instead would differ only
-    where it gives nan (zero times an infinite partial derivative).
-
-    >>> import numpy as np, srctrans
-    >>> def f(x):
-    ...     return np.sin(x) * x
-    >>> out, t = srctrans.jvp(f, (np.array([0.5, 1.0]),), (np.array([1.0, 0.0]),))   # doctest: +SKIP
-    >>> t                                                                            # doctest: +SKIP
-    array([0.95885108, 0.        ])
-    """
-    if not isinstance(primals, (tuple, list)):
-        raise TypeError(f"jvp: primals must be a tuple with one entry per argument, got {type(primals).__name__}")
-    if not isinstance(tangents, (tuple, list)):
-        raise TypeError(f"jvp: tangents must be a tuple with one entry per argument, got {type(tangents).__name__}")
-    primals, tangents = tuple(primals), tuple(tangents)
-    fast = _fast_jvp(fn, primals, tangents, has_aux) if len(primals) == len(tangents) else None
-    if fast is not None:
-        return fast
-    target, _ = (fn, None) if not isinstance(fn, Jitted) else (fn._fn, None)
-    visible = _visible_params(target)
-    if len(tangents) == len(primals) < len(visible):  # fn(*primals), as JAX calls it: the rest take their defaults
-        primals, tangents = _with_defaults(target, visible, primals, tangents)
-    if len(primals) != len(visible):
-        raise TypeError(f"jvp: the function takes {len(visible)} arguments ({', '.join(visible)}), got {len(primals)} primals")
-    if len(tangents) != len(primals):
-        raise TypeError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents; give one tangent per argument")
-    _check_tangents("jvp", visible, primals, tangents)
-    wrt = tuple(
-        n for n, p, t in zip(visible, primals, tangents)
-        if any(_differentiable(x) and _nonzero(y) for x, y in zip(tree_flatten(p)[0], tree_flatten(t)[0]))
-    )
-    if not wrt:  # nothing varies
-        out = fn(*primals)
-        if has_aux:
-            out, aux = out
-            return out, tree_map(_zero_tangent, out), aux
-        return out, tree_map(_zero_tangent, out)
-    by_name = {n: _as_tangent(p, t) for n, p, t in zip(visible, primals, tangents)}
-    result = _tangents_for(fn, wrt, has_aux)(primals, by_name)
-    result = (result[0], _in_output_dtypes(result[1], result[0]), *result[2:])
-    try:
-        _VISIBLE[fn] = visible
-    except TypeError:
-        pass
-    return result
-
-
-def linearize(fn: Callable, *primals):
-    """``(out, f_jvp)`` with ``f_jvp(*tangents) == jvp(fn, primals, tangents)[1]``, like ``jax.linearize``.
-
-    Each call of ``f_jvp`` runs the tangent file again, primal computation included (there is
-    no partial evaluation yet): use it for its interface, not to save work.
-    """
-    out = jvp(fn, primals, tuple(tree_map(_zero_tangent, p) for p in primals))[0]
-
-    def f_jvp(*tangents):
-        return jvp(fn, primals, tangents)[1]
-
-    return out, f_jvp
-
-
-def _argnums_of(argnums, visible: list[str], who: str) -> tuple[bool, tuple[int, ...]]:
-    single = isinstance(argnums, int)
-    nums = (argnums,) if single else tuple(argnums)
-    if not nums:
-        raise ValueError(f"{who}: argnums must name at least one argument")
-    for num in nums:
-        if not isinstance(num, int):
-            raise TypeError(f"{who}: argnums must be an int or a tuple of ints, got {argnums!r}")
-        if not -len(visible) <= num < len(visible):
-            raise ValueError(f"{who}: argnums={num} is out of range for a function of {len(visible)} arguments")
-    return single, tuple(n % len(visible) for n in nums)
-
-
-def _jacobian_args(who: str, argnums, visible: list[str], args: tuple) -> tuple[bool, tuple[int, ...]]:
-    """A Jacobian's ``argnums`` checked against the call: one argument per parameter, floats differentiated."""
-    single, nums = _argnums_of(argnums, visible, who)
-    if len(args) != len(visible):
-        raise TypeError(f"{who}: the function takes {len(visible)} arguments, got {len(args)}")
-    _require_float_args(who, visible, args, nums)
-    return single, nums
-
-
-def _require_float_args(who: str, visible: list[str], args: tuple, nums: tuple[int, ...]) -> None:
-    for k in nums:
-        for path, leaf in tree_flatten_with_path(args[k])[0]:
-            if not _differentiable(leaf):
-                raise TypeError(
-                    f"{who} requires floating-point inputs; argument {visible[k]}{keystr(path)} has dtype {_leaf_dtype(leaf)}"
-                )
-
-
-def _arrange(out_leaves_by_input: list[list[np.ndarray]], out_tree: PyTreeDef, out_leaves, in_trees, in_leaves, single: bool, out_first: bool):
-    """Assemble Jacobian blocks: for each output leaf, the input pytrees of ``out.shape + in.shape`` arrays.
-
-    ``out_leaves_by_input[k][o]`` is the block of input leaf ``k`` (all arguments' leaves in
-    order) and output leaf ``o``, already shaped ``out.shape + in.shape``.
-    """
-    per_out = []
-    for o in range(len(out_leaves)):
-        groups, k = [], 0
-        for treedef, leaves in zip(in_trees, in_leaves):
-            blocks = [out_leaves_by_input[k + j][o] for j in range(len(leaves))]
-            k += len(leaves)
-            groups.append(treedef.unflatten(blocks))
-        per_out.append(groups[0] if single else tuple(groups))
-    return out_tree.unflatten(per_out)
-
-
-def _jit_options(fn) -> dict | None:
-    """The options of a compiled ``fn`` (a ``srctrans.jit``), for the vmap file it leads to; None: uncompiled."""
-    if isinstance(fn, Jitted) and fn._compile:
-        return {k: v for k, v in fn._init_options.items() if not k.startswith("_")}
-    return None
-
-
-def _basis(leaves: list, dtype_of: Callable) -> tuple[int, list[int], list[np.ndarray]]:
-    """One basis vector per element of ``leaves``, all at once: leaf ``i`` gets ``(n,) + shape_i``.
-
-    Row ``r`` of the stacked leaves is the ``r``-th basis vector of the flattened, concatenated
-    leaves (ones on the diagonal of leaf ``i``'s block of rows, zeros elsewhere), as JAX's jacfwd
-    builds its ``vmap``-ed standard basis. Returns ``(n, offsets, stacked leaves)``.
-    """
-    sizes = [int(np.size(x)) for x in leaves]
-    n = sum(sizes)
-    offsets, stacked, at = [], [], 0
-    for leaf, size in zip(leaves, sizes):
-        block = np.zeros((n, size), dtype=dtype_of(leaf))
-        block[np.arange(at, at + size), np.arange(size)] = 1.0
-        offsets.append(at)
-        stacked.append(block.reshape((n,) + np.shape(leaf)))
-        at += size
-    return n, offsets, stacked
-
-
-def _batched_file(state: dict, spec: Specialization, in_axes: tuple, jit_options: dict | None):
-    """``vmap`` of one generated file (tangent or vjp), made once per specialization."""
-    from .batching import VMapped
-
-    vmaps = state.setdefault("vmaps", {})
-    found = vmaps.get(id(spec))
-    if found is None or found[0] is not spec:
-        found = vmaps[id(spec)] = (spec, VMapped(spec.python, in_axes=in_axes, out_axes=0, jit_options=jit_options))
-    state["vmapped"] = found[1]
-    return found[1]
-
-
-def _first(tree: Any) -> Any:
-    """Example 0 of a batched value (a primal output or ``aux``, the same for every basis vector)."""
-    return tree_map(lambda v: np.asarray(v)[0], tree)
-
-
-def _jacobian_wrapper(jacobian: Callable, fn: Callable, state: dict, remake: Callable[[Callable], Callable]) -> Callable:
-    """``jacobian`` with srctrans's hooks: ``jit(jacobian)`` (compile ``fn`` and the vmap file), ``source``."""
-    functools.update_wrapper(jacobian, getattr(fn, "__wrapped__", fn), updated=())
-
-    def _srctrans_jit(options: dict) -> Callable:
-        return remake(jit(fn._fn if isinstance(fn, Jitted) and not isinstance(fn, Grad) else fn, **options))
-
-    def source_path() -> Path:
-        """The vmap file the last call ran (its header says vectorized or looped, and why)."""
-        if "vmapped" not in state:
-            raise ValueError("call the Jacobian once so srctrans knows the shapes of its arguments")
-        return state["vmapped"].source_path()
-
-    jacobian._srctrans_jit = _srctrans_jit
-    jacobian._srctrans_state = state  # "vmapped": the VMapped that ran; "python_loop": the last resort taken
-    jacobian.source_path = source_path
-    jacobian.source = lambda: source_path().read_text()
-    return jacobian
-
-
-def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-    """The Jacobian of ``fn`` by forward mode, like ``jax.jacfwd``: every input basis vector at once.
-
-    Runs ``vmap`` of ``fn``'s generated tangent file over the standard basis of the inputs
-    (primals unbatched, tangents batched): one vectorized call where every statement has a
-    batching rule, else the file's per-example loop (compiled under ``jit``, as is the vmap
-    file of ``jacfwd(jit(f))`` and ``jit(jacfwd(f))``). For an output leaf of shape ``S``
-    and an input leaf of shape ``T`` the block has shape ``S + T``; outputs and inputs may be
-    pytrees (the result nests the inputs' structure in the output's). ``argnums`` a tuple
-    gives a tuple per output leaf. With ``has_aux`` the result is ``(jacobian, aux)``.
-    """
-    state: dict[str, Any] = {}
-
-    def jacobian(*args):
-        target, _ = (fn, None) if not isinstance(fn, Jitted) else (fn._fn, None)
-        visible = _visible_params(target)
-        _refuse_complex("jacfwd", visible, args)
-        single, nums = _jacobian_args("jacfwd", argnums, visible, args)
-        wrt = tuple(visible[k] for k in nums)
-        if "runner" not in state:
-            state["runner"] = _Tangents(fn, wrt, has_aux)
-        run = state["runner"]
-        in_trees, in_leaves = [], []
-        for k in nums:
-            leaves, treedef = tree_flatten(args[k])
-            in_trees.append(treedef)
-            in_leaves.append(leaves)
-        flat_in = [x for leaves in in_leaves for x in leaves]
-        result = None
-        if not state.get("python_loop") and sum(int(np.size(x)) for x in flat_in) > 0:
-            try:
-                result = _jacfwd_batched(run, fn, args, flat_in, state)
-            except Exception as err:
-                # Last resort: vmap refused the tangent file (it writes its own per-example loop
-                # for what it cannot vectorize, so this is rare); push one basis vector at a time
-                # from Python below, and from now on for this Jacobian. A genuine error in the
-                # function is raised again by that loop.
-                result = None
-                state["python_loop"] = f"{type(err).__name__}: {err}"
-        if result is None:
-            result = _jacfwd_loop(run, args, nums, visible, in_trees, in_leaves)
-        blocks, out, aux = result
-        out_leaves, out_tree = tree_flatten(out)
-        jac = _arrange(blocks, out_tree, out_leaves, in_trees, in_leaves, single, True)
-        return (jac, aux) if has_aux else jac
-
-    return _jacobian_wrapper(jacobian, fn, state, lambda f: jacfwd(f, argnums=argnums, has_aux=has_aux))
-
-
-def _jacfwd_batched(run: _Tangents, fn: Callable, args: tuple, flat_in: list, state: dict):
-    """``(blocks, out, aux)`` from one call of the vmap file of the tangent file."""
-    spec, call_args = run.runner._prepare(tuple(args), {})
-    n, offsets, tangents = _basis(flat_in, _leaf_dtype)  # in the file's order: wrt, each flattened
-    if len(call_args) + len(tangents) != len(inspect.signature(spec.python).parameters):
-        raise TypeError("the tangent file takes other arguments than expected")  # the loop copes
-    batched = _batched_file(state, spec, (None,) * len(call_args) + (0,) * len(tangents), _jit_options(fn))
-    raw = batched(*call_args, *tangents)
-    if run.has_aux:
-        out, aux, out_dot = raw
-        out, out_dot, aux = run.finish(spec, (_first(out), _first(aux), out_dot))
-    else:
-        out, out_dot = run.finish(spec, (_first(raw[0]), raw[1]))
-        aux = None
-    out_leaves = tree_flatten(out)[0]
-    dots = [np.asarray(d) for d in tree_flatten(out_dot)[0]]
-    blocks = []
-    for leaf, at in zip(flat_in, offsets):
-        shape, size = np.shape(leaf), int(np.size(leaf))
-        per_out = []
-        for ol, d in zip(out_leaves, dots):
-            d = np.broadcast_to(d, (n,) + np.shape(ol))  # an output that does not vary: zeros, unbatched
-            per_out.append(np.moveaxis(d[at : at + size], 0, -1).reshape(np.shape(ol) + shape))
-        blocks.append(per_out)
-    return blocks, out, aux
-
-
-def _jacfwd_loop(run: _Tangents, args: tuple, nums: tuple, visible: list, in_trees: list, in_leaves: list):
-    """``(blocks, out, aux)``, one tangent file call per basis vector from Python (the last resort)."""
-    zeros = {visible[k]: tree_map(_zero_tangent, args[k]) for k in nums}
-    blocks: list[list[np.ndarray]] = []
-    out = aux = None
-    if any(np.size(x) == 0 for leaves in in_leaves for x in leaves):  # an empty leaf: its block needs the value
-        result = run(args, zeros)
-        out, aux = result[0], (result[2] if run.has_aux else None)
-    for g, k in enumerate(nums):
-        for j, leaf in enumerate(in_leaves[g]):
-            shape = np.shape(leaf)
-            columns = []
-            for idx in np.ndindex(*shape) if shape else [()]:
-                basis = np.zeros(shape, dtype=_leaf_dtype(leaf))
-                basis[idx] = 1.0
-                leaves = [_zero_tangent(x) for x in in_leaves[g]]
-                if not isinstance(leaf, np.ndarray):  # a scalar leaf keeps its type
-                    basis = basis[()] if isinstance(leaf, np.generic) else float(basis)
-                leaves[j] = basis
-                tangents = dict(zeros)
-                tangents[visible[k]] = in_trees[g].unflatten(leaves)
-                result = run(args, tangents)
-                out, t_out = result[0], result[1]
-                if run.has_aux:
-                    aux = result[2]
-                columns.append([np.asarray(x) for x in tree_flatten(t_out)[0]])
-            out_leaves = tree_flatten(out)[0]
-            per_out = []
-            for o, ol in enumerate(out_leaves):
-                stacked = np.stack([c[o] for c in columns], axis=-1) if columns else np.zeros(np.shape(ol) + (0,))
-                per_out.append(stacked.reshape(np.shape(ol) + shape))
-            blocks.append(per_out)
-    return blocks, out, aux
-
-
-def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-    """The Jacobian of ``fn`` by reverse mode, like ``jax.jacrev``: every output basis cotangent at once.
-
-    Runs ``vmap`` of ``fn``'s generated vjp file over the standard basis of the outputs
-    (primals unbatched, cotangents batched), vectorized or looped as :func:`jacfwd`. Same
-    shapes and structure as :func:`jacfwd` (``out.shape + in.shape``).
-    """
-    state: dict[str, Any] = {}
-
-    def jacobian(*args):
-        target, compiled = _forward_target(fn)
-        visible = _visible_params(target)
-        _refuse_complex("jacrev", visible, args)
-        single, nums = _jacobian_args("jacrev", argnums, visible, args)
-        out = fn(*args)
-        aux = None
-        if has_aux:
-            out, aux = out
-        out_leaves, out_tree = tree_flatten(out)
-        in_trees, in_leaves = [], []
-        for k in nums:
-            leaves, treedef = tree_flatten(args[k])
-            in_trees.append(treedef)
-            in_leaves.append(leaves)
-        blocks = None
-        if not state.get("python_loop") and sum(int(np.size(x)) for x in out_leaves) > 0:
-            try:
-                if "runner" not in state:
-                    wrt = tuple(visible[k] for k in nums)
-                    # the variant of the vjp file that returns the cotangents alone (the value is known)
-                    options: tuple = (("wrt", wrt),) + ((("has_aux", True),) if has_aux else ()) + (("grads_only", True),)
-                    runner = Jitted(target, _transform=Transform("vjp", options), _compile=compiled)
-                    runner._wrt = wrt
-                    state["runner"] = runner
-                blocks = _jacrev_batched(state, fn, args, out, out_leaves, out_tree, in_leaves)
-            except Exception as err:
-                # Last resort, as in jacfwd: vmap refused the vjp file; one vjp per basis
-                # cotangent from Python, from now on for this Jacobian.
-                blocks = None
-                state["python_loop"] = f"{type(err).__name__}: {err}"
-        if blocks is None:
-            blocks = _jacrev_loop(fn, args, nums, has_aux, out, out_leaves, out_tree, in_leaves)
-        jac = _arrange(blocks, out_tree, out_leaves, in_trees, in_leaves, single, False)
-        return (jac, aux) if has_aux else jac
-
-    return _jacobian_wrapper(jacobian, fn, state, lambda f: jacrev(f, argnums=argnums, has_aux=has_aux))
-
-
-def _cotangent_dtype(leaf: Any) -> np.dtype:
-    return _leaf_dtype(leaf) if _differentiable(leaf) else np.dtype(np.float64)
-
-
-def _jacrev_batched(state: dict, fn: Callable, args: tuple, out: Any, out_leaves: list, out_tree: PyTreeDef, in_leaves: list):
-    """The blocks from one call of the vmap file of the vjp file."""
-    runner = state["runner"]
-    spec, call_args = runner._prepare(tuple(args), {})
-    n, offsets, cts = _basis(out_leaves, _cotangent_dtype)
-    cotangent = out_tree.unflatten(cts)  # shaped like the result, as vjp_fn takes it; as the file takes it:
-    if spec.returns is not None:  # a dict or list result, as tuples
-        cotangent = unbuild(spec.returns["tuple"][0] if dict(runner._transform.options).get("has_aux") else spec.returns, cotangent)
-    if len(call_args) + 1 != len(inspect.signature(spec.python).parameters):
-        raise TypeError("the vjp file takes other arguments than expected")  # the loop copes
-    batched = _batched_file(state, spec, (None,) * len(call_args) + (0,), _jit_options(fn))
-    raw = batched(*call_args, cotangent)
-    grads = spec.group(raw)  # one per differentiated argument, in its structure, batch axis first
-    flat = [np.broadcast_to(np.asarray(x), (n,) + np.shape(leaf))
-            for g, leaves in zip(grads, in_leaves) for x, leaf in zip(tree_flatten(g)[0], leaves)]
-    n_in = sum(len(x) for x in in_leaves)
-    if len(flat) != n_in:
-        raise TypeError("the vjp file returned other cotangents than expected")
-    blocks: list[list[np.ndarray]] = [[None] * len(out_leaves) for _ in range(n_in)]
-    all_in = [x for leaves in in_leaves for x in leaves]
-    for o, (ol, at) in enumerate(zip(out_leaves, offsets)):
-        shape, size = np.shape(ol), int(np.size(ol))
-        for m, leaf in enumerate(all_in):
-            blocks[m][o] = np.array(flat[m][at : at + size]).reshape(shape + np.shape(leaf))
-    return blocks
-
-
-def _jacrev_loop(fn, args, nums, has_aux, out, out_leaves, out_tree, in_leaves):
-    """The blocks from one vjp per basis cotangent, from Python (the last resort)."""
-    vjp_fn = vjp(fn, *args, has_aux=has_aux)[1]
-    n_in = sum(len(x) for x in in_leaves)
-    blocks: list[list[np.ndarray]] = [[None] * len(out_leaves) for _ in range(n_in)]
-    zeros = [_zero_tangent(x) for x in out_leaves]
-    for o, ol in enumerate(out_leaves):
-        shape = np.shape(ol)
-        rows: list[list[np.ndarray]] = []
-        for idx in np.ndindex(*shape) if shape else [()]:
-            basis = np.zeros(shape, dtype=_cotangent_dtype(ol))
-            basis[idx] = 1.0
-            cts = list(zeros)
-            cts[o] = basis if isinstance(ol, np.ndarray) else float(basis)
-            got = vjp_fn(out_tree.unflatten(cts))
-            flat = []
-            for k in nums:
-                flat.extend(np.asarray(x) for x in tree_flatten(got[k])[0])
-            rows.append(flat)
-        for m, leaf in zip(range(n_in), [x for leaves in in_leaves for x in leaves]):
-            stacked = np.stack([r[m] for r in rows]) if rows else np.zeros((0,) + np.shape(leaf))
-            blocks[m][o] = stacked.reshape(shape + np.shape(leaf))
-    return blocks
-
-
-def hessian(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
-    """The Hessian of a scalar-valued ``fn``: forward mode over its adjoint file, like ``jax.hessian``.
-
-    ``jacfwd`` of ``grad(fn)`` (every basis vector at once through ``vmap`` of the tangent
-    file of the adjoint file): shape ``in.shape + in.shape`` for one argument, ``H[i][j]``
-    for a tuple ``argnums``. Compiled when ``fn`` is a ``srctrans.jit`` (or ``jit(hessian(f))``). Arguments may
-    be pytrees (dicts, tuples, lists, namedtuples): the result has the gradient's structure,
-    each leaf holding the arguments' structure of ``grad_leaf.shape + arg_leaf.shape`` blocks,
-    as ``jax.hessian`` returns.
-    """
-    if isinstance(fn, Grad):
-        raise TypeError("hessian expects the function itself, not its grad")
-    options = {k: v for k, v in fn._init_options.items() if not k.startswith("_")} if isinstance(fn, Jitted) else {}
-    compiled = isinstance(fn, Jitted) and fn._compile
-    user = fn._fn if isinstance(fn, Jitted) else fn
-    inner = jit(grad(user, argnums=argnums), **options) if compiled else grad(user, argnums=argnums)
-    plain = jacfwd(inner, argnums=argnums)
-    state: dict[str, Any] = {}
-
-    def hess(*args):
-        if not any(_is_container(a) for a in args):
-            state["last"] = plain
-            return plain(*args)
-        return _hessian_of_trees(user, argnums, compiled, options, state, args)
-
-    functools.update_wrapper(hess, getattr(user, "__wrapped__", user), updated=())
-    hess._srctrans_jit = lambda opts: hessian(jit(user, **opts), argnums=argnums)
-    hess._srctrans_state = plain._srctrans_state
-
-    def source_path() -> Path:
-        """The vmap file the last call ran (its header says vectorized or looped, and why)."""
-        if "last" not in state:
-            raise ValueError("call the Hessian once so srctrans knows the shapes of its arguments")
-        return state["last"].source_path()
-
-    hess.source_path = source_path
-    hess.source = lambda: source_path().read_text()
-    return hess
-
-
-def _hessian_of_trees(user: Callable, argnums, compiled: bool, options: dict, state: dict, args: tuple):
-    """``hessian`` of a function of pytree arguments: ``jacfwd`` of the adjoint file that takes their leaves.
-
-    The adjoint file for these pytree structures (``f.grad....tree-*.py``) takes one parameter
-    per leaf and returns the gradient's leaves; forward mode over it gives every block
-    ``out_leaf.shape + in_leaf.shape``, arranged as JAX does: the gradient's structure, each
-    leaf holding the inputs' structure (a tuple of them for a tuple ``argnums``).
-    """
-    visible = _visible_params(user)
-    single, nums = _jacobian_args("hessian", argnums, visible, args)
-    wrt = tuple(visible[k] for k in nums)
-    if "leaf_grad" not in state:
-        runner = Jitted(user, _transform=Transform("grad", (("wrt", wrt), ("grads_only", True))), _compile=False)
-        runner._wrt = wrt
-        state["leaf_grad"] = runner
-    spec, call_args = state["leaf_grad"]._prepare(tuple(args), {})
-    params = spec.gen.meta["params"]
-    positions = tuple(i for i, source in enumerate(params) if source[0] in ("arg", "leaf") and source[1] in wrt)
-    jacobians = state.setdefault("leaf_jacobians", {})
-    key = id(spec)
-    if key not in jacobians:  # one per pytree structure (and static values), as the adjoint files
-        leaf_fn = jit(spec.python, **options) if compiled else spec.python
-        jacobians[key] = (spec, jacfwd(leaf_fn, argnums=positions))
-    leaf_jacobian = jacobians[key][1]
-    state["last"] = leaf_jacobian
-    by_out = leaf_jacobian(*call_args)  # per gradient leaf, a tuple with one block per input leaf
-    if len(positions) == 1:
-        by_out = (by_out,) if not isinstance(by_out, tuple) else by_out
-        by_out = tuple((b,) if not isinstance(b, tuple) else b for b in by_out)
-    elif not (isinstance(by_out, tuple) and by_out and isinstance(by_out[0], tuple)):
-        by_out = (by_out,)
-    in_trees, in_leaves = [], []
-    for k in nums:
-        leaves, treedef = tree_flatten(args[k])
-        in_trees.append(treedef)
-        in_leaves.append(leaves)
-    out_leaves, out_tree = tree_flatten(args[nums[0]] if single else tuple(args[k] for k in nums))  # the gradient's
-    if len(out_leaves) != len(by_out) or any(len(row) != len(positions) for row in by_out):
-        raise RuntimeError("hessian: the adjoint file returned another structure than its arguments'")  # never expected
-    blocks = [[by_out[o][k] for o in range(len(out_leaves))] for k in range(len(positions))]
-    return _arrange(blocks, out_tree, out_leaves, in_trees, in_leaves, single, True)
+faces.register(jit=jit, grad=grad, value_and_grad=value_and_grad, vjp=vjp, Jitted=Jitted, Grad=Grad)

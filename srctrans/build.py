@@ -40,7 +40,7 @@ from .normal_form import (
 )
 from .parse import ParsedFunction, parse_function
 from .passes.anf import anf
-from .pipeline import Transform, display_source
+from .variant import Transform, display_source
 
 
 def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path: Path) -> tuple[str, dict, dict[str, Any]]:
@@ -188,7 +188,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
 
 def _loops(nested: Nested, by_fn: dict, np_name: str) -> list[cst.FunctionDef]:
     """The loops over the examples that calls of vmapped functions reach under jit (:mod:`srctrans.nested_calls`)."""
-    from .batching.loop import outputs_of
+    from .analysis.callees import outputs_of
 
     out = []
     for name, (obj, _, base) in nested.loops.items():

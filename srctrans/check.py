@@ -440,9 +440,9 @@ def check_vjp(
 
 
 def _default_transform(name: str) -> Callable[..., Any]:
-    from . import api
+    from .faces import registered
 
-    fn = getattr(api, name, None)
+    fn = registered(name)
     if fn is None:
         raise NotImplementedError(
             f"check_grads needs srctrans.{name}, which this version of srctrans does not provide; "

@@ -19,7 +19,8 @@ from pathlib import Path
 from .cache import clean as clean_tree
 from .cache import readable_name, user_cache_root
 from .errors import SrcTransError
-from .pipeline import Transform, generate
+from .pipeline import generate
+from .variant import Transform
 from .version import __version__
 
 TRANSFORMS = {
@@ -119,8 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="srctrans",
         description="srctrans rewrites NumPy functions into readable Python files "
-        "(jit, and soon grad, vmap, pmap) that Numba compiles. This command shows, "
-        "writes out and cleans those generated files.",
+        "that Numba compiles: the files of jit, grad, vjp, jvp, vmap and pmap. This command "
+        "shows a function's jit, grad, vjp or jvp file, writes it out, and cleans the generated files.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

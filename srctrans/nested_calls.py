@@ -33,9 +33,11 @@ from typing import Any
 
 import libcst as cst
 
+from .analysis.callees import is_vmapped, loop_axes, loop_refusal, outputs_of
 from .analysis.names import scan
 from .analysis.resolve import is_user_function, lookup
 from .errors import UnsupportedSyntaxError
+from .faces import api_transformation, face, is_instance
 from .parse import ParsedFunction
 
 # transformations whose output is derived from the function's text: an unreadable call is an error there
@@ -178,13 +180,8 @@ class _Rewriter(cst.CSTTransformer):
 
     def api_function(self, expr: cst.BaseExpression) -> str | None:
         """``"jvp"`` when ``expr`` names ``srctrans.jvp`` (``srctrans.jvp``, ``st.jvp``, ``jvp``) ..."""
-        from . import api
-
         known, value = self.value(expr)
-        if not known or getattr(value, "__module__", None) != api.__name__:
-            return None
-        name = getattr(value, "__name__", None)
-        return name if getattr(api, str(name), None) is value else None
+        return api_transformation(value) if known else None
 
     # --- the rewrite ------------------------------------------------------------------------
 
@@ -193,7 +190,7 @@ class _Rewriter(cst.CSTTransformer):
         what a loop cannot do is refused at the call, naming the option."""
         name = call.func.value
         known, obj = self.value(call.func)
-        if not known or not _is_vmapped(obj):
+        if not known or not is_vmapped(obj):
             return
         if obj._inner is not None and not any(a.keyword is not None or a.star for a in call.args):
             loop = differentiable_loop(name, obj)  # a nest: loops of loops, written as a callee
@@ -209,7 +206,7 @@ class _Rewriter(cst.CSTTransformer):
         written, the call stays (reverse mode calls the vmapped function's ``vjp``, uncompiled only)."""
         name = call.func.value
         known, obj = self.value(call.func)
-        if not known or not _is_vmapped(obj) or any(a.keyword is not None or a.star for a in call.args):
+        if not known or not is_vmapped(obj) or any(a.keyword is not None or a.star for a in call.args):
             return
         made = differentiable_loop(name, obj)
         if made is None:
@@ -279,8 +276,7 @@ class _Rewriter(cst.CSTTransformer):
     def _vmap_of(self, original: cst.CSTNode, inner: cst.Call) -> tuple[str, Any, str] | None:
         """:meth:`_made_vmap` of the call ``srctrans.vmap(f, ...)`` itself; ``f`` may be such a
         call too (a nest, ``srctrans.vmap(srctrans.vmap(f, (0, None)), (None, 0))``)."""
-        from .batching.api import vmap
-
+        vmap = face("vmap")
         what = "srctrans.vmap(...)(...) inside a compiled function"
         strict = self.nested.compiles
 
@@ -361,15 +357,13 @@ class _Rewriter(cst.CSTTransformer):
             if isinstance(given, cst.Call):
                 return self._is_vmap(given.func)
             known, value = self.value(given)  # srctrans.vmap(batched, ...) of a vmapped global
-            return known and _is_vmapped(value)
+            return known and is_vmapped(value)
         known, value = self.value(expr)
-        return known and _is_vmapped(value) and value._inner is not None
+        return known and is_vmapped(value) and value._inner is not None
 
     def _is_vmap(self, expr: cst.BaseExpression) -> bool:
-        from .batching.api import vmap
-
         known, value = self.value(expr)
-        return known and value is vmap
+        return known and value is face("vmap")
 
     def refuse(self, node: cst.CSTNode, message: str, hint: str) -> cst.Call | None:
         """Raise a located error where the outer transformation is a derivative; elsewhere leave the call
@@ -380,8 +374,6 @@ class _Rewriter(cst.CSTTransformer):
 
     def function_of(self, expr: cst.BaseExpression, node: cst.Call, what: str) -> Any:
         """The function a transformation is given: known before the function runs."""
-        from . import api
-
         if isinstance(expr, cst.Call) and self.api_function(expr.func) in ("grad", "jit"):
             kind = self.api_function(expr.func)
             fn = self.function_of(expr.args[0].value if expr.args and expr.args[0].keyword is None else expr, node, what)
@@ -390,7 +382,7 @@ class _Rewriter(cst.CSTTransformer):
             options = self.options(expr, node, f"srctrans.{kind}")
             if options is None:
                 return None
-            made = getattr(api, kind)(fn, **options)
+            made = face(kind)(fn, **options)
             self.nested.keep.append(made)
             return made
         known, value = self.value(expr)
@@ -475,9 +467,7 @@ class _Rewriter(cst.CSTTransformer):
             tangent = tangent_function(fn, nargs)
         except (TypeError, ValueError) as err:
             return self.refuse(original, f"{what}: {err}", "call srctrans.jvp outside the function instead") or updated
-        from .api import Grad
-
-        stem = f"{_stem(fn)}{'_grad' if isinstance(fn, Grad) else ''}_jvp"  # f_grad_jvp: H @ v
+        stem = f"{_stem(fn)}{'_grad' if is_instance(fn, 'Grad') else ''}_jvp"  # f_grad_jvp: H @ v
         args = [cst.Arg(el.value) for el in (*primals.elements, *tangents.elements)]
         made = self.call(("jvp", id(fn), nargs), stem, lambda: tangent, args, original)
         self.pairs.add(made.func.value)
@@ -500,11 +490,10 @@ class _Rewriter(cst.CSTTransformer):
         options = self.options(inner, original, f"srctrans.{kind}")
         if options is None:
             return updated
-        from . import api
         from .nesting import value_and_adjoint_function
 
         try:
-            made = getattr(api, kind)(fn, **options)
+            made = face(kind)(fn, **options)
             target = value_and_adjoint_function(made) if kind == "value_and_grad" else made.__srctrans_function__
         except (TypeError, ValueError, AttributeError) as err:
             return self.refuse(original, f"{what}: {err}", f"call srctrans.{kind} outside the function instead") or updated
@@ -516,7 +505,7 @@ class _Rewriter(cst.CSTTransformer):
             grad_key = ("grad", id(fn), repr(sorted(options.items())))
             plain = getattr(fn, "__srctrans_function__", fn)
             value = self.call(("plain", id(plain)), _stem(fn), lambda: plain, list(updated.args), original)
-            gradient = self.call(grad_key, f"{_stem(fn)}_grad", lambda: api.grad(fn, **options).__srctrans_function__,
+            gradient = self.call(grad_key, f"{_stem(fn)}_grad", lambda: face("grad")(fn, **options).__srctrans_function__,
                                  list(updated.args), original)
             return cst.Tuple([cst.Element(value), cst.Element(gradient)])
         return self.call(key, f"{_stem(fn)}_{kind}", lambda: target, list(updated.args), original)
@@ -575,58 +564,6 @@ def _literal_index(expr: cst.BaseExpression) -> int | None:
 
 
 # --- jit of a call of a vmapped function: a loop over the examples in the same file -----------
-
-
-def _is_vmapped(obj: Any) -> bool:
-    from .batching.api import VMapped
-
-    return isinstance(obj, VMapped)
-
-
-def loop_axes(obj: Any, nest: bool = False) -> tuple[tuple, tuple] | None:
-    """``(in_axes, out_axes)``, one int or None per parameter and one int per output (or one int
-    for every output), of a vmapped function a compiled loop can call; None for what it cannot
-    (:func:`loop_refusal` says why; ``nest``: a vmap of a vmapped function is looped too)."""
-    if not _is_vmapped(obj) or loop_refusal(obj, nest) is not None:
-        return None
-    spec = obj.in_axes if isinstance(obj.in_axes, tuple) else (obj.in_axes,) * len(obj._params)
-    out = obj.out_axes if isinstance(obj.out_axes, tuple) else (obj.out_axes,)
-    return spec, out
-
-
-def _is_int(a: Any) -> bool:
-    return isinstance(a, int) and not isinstance(a, bool)
-
-
-def loop_refusal(obj: Any, nest: bool = False) -> tuple[str, str] | None:
-    """Why a compiled loop over the examples cannot call the vmapped ``obj``: ``(the option, what
-    to write instead)``; None when it can. Loops take one int or None per parameter, one int per
-    output: nested vmaps, pytrees of axes, ``out_axes=None`` and named axes are not looped."""
-    outside = "or call it outside the compiled function"
-    if obj._inner is not None and (not nest or loop_refusal(obj._inner, nest) is not None):
-        return ("a nested vmap (vmap of a vmapped function)",
-                f"compile the whole nest instead: srctrans.jit(srctrans.vmap(srctrans.vmap(f, ...), ...)), {outside}")
-    if obj.axis_name is not None:
-        return (f"axis_name={obj.axis_name!r} (a collective needs every example at once, a loop sees one)",
-                f"compute the collective in the compiled function from the batched result, {outside}")
-    if obj._one_tuple:
-        return ("a vmapped grad with argnums=(k,), which returns a tuple of one gradient", f"use argnums=k, {outside}")
-    spec = obj.in_axes if isinstance(obj.in_axes, tuple) else (obj.in_axes,) * len(obj._params)
-    if not all(a is None or _is_int(a) for a in spec):
-        return (f"in_axes={obj.in_axes!r} (axes for the parts of a pytree argument)",
-                f"pass arrays, with one int or None per argument, {outside}")
-    if len(spec) != len(obj._params):
-        return (f"in_axes={obj.in_axes!r} for {len(obj._params)} parameters", "give one int or None per parameter")
-    out = obj.out_axes if isinstance(obj.out_axes, tuple) else (obj.out_axes,)
-    if any(a is None for a in out):
-        return ("out_axes=None (an output the same for every example)",
-                f"use out_axes=0 and take [0] of that output, {outside}")
-    if not all(_is_int(a) for a in out):
-        return (f"out_axes={obj.out_axes!r} (axes for the parts of a pytree result)",
-                f"return arrays, with one int per output, {outside}")
-    if all(a is None for a in spec) and obj.axis_size is None:
-        return ("in_axes None for every argument without axis_size", "give axis_size")
-    return None
 
 
 def loop_node(name: str, obj: Any, callee: str, np_name: str, outputs: int | None) -> cst.FunctionDef:
@@ -689,7 +626,6 @@ def differentiable_loop(name: str, obj: Any) -> Callable | None:
     import numpy as np
 
     from . import runtime
-    from .batching.loop import outputs_of
     from .capture import capture
     from .parse import parse_function
 

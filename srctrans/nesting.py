@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .pipeline import Transform
+from .faces import face
+from .variant import Transform
 
 
 def value_and_adjoint_function(inner) -> Callable:
@@ -64,8 +65,7 @@ def adjoint_function(inner, indexed: bool = False) -> Callable:
 def _adjoint_file(inner, options: tuple, refusal: str) -> Callable:
     """The function of ``inner``'s adjoint file generated with ``options``; ``refusal`` where its
     parameters are not plain arguments (a method's, pytree leaves)."""
-    from .api import Jitted
-
+    Jitted = face("Jitted")
     runner = Jitted(inner._fn, _transform=Transform("grad", options), _compile=False)
     runner._wrt = inner._wrt
     spec = runner._any_spec()
@@ -84,8 +84,9 @@ def vjp_function(fun: Callable, nargs: int, wrt: tuple[str, ...] | None = None) 
     """
     import inspect
 
-    from .api import Jitted
     from .capture import unwrap
+
+    Jitted = face("Jitted")
 
     pyfn, _, bound_args, _ = unwrap(fun)
     visible = [p.name for p in inspect.signature(pyfn).parameters.values()][len(bound_args):]
@@ -111,8 +112,9 @@ def tangent_function(fun: Callable, nargs: int, wrt: tuple[str, ...] | None = No
     """
     import inspect
 
-    from .api import Jitted
     from .capture import unwrap
+
+    Jitted = face("Jitted")
 
     pyfn, _, bound_args, _ = unwrap(fun)
     visible = [p.name for p in inspect.signature(pyfn).parameters.values()][len(bound_args):]

@@ -20,12 +20,12 @@ from typing import Any
 
 import libcst as cst
 
+from .analysis.callees import loop_axes
 from .analysis.names import NameGen, scan
 from .analysis.resolve import Binding, bind, is_user_function, lookup
 from .capture import capture
 from .emit import with_origins
 from .errors import SrcTransError, UnresolvedNameError, UnsupportedSyntaxError
-from .nested_calls import loop_axes
 from .parse import ParsedFunction, parse_function
 from .passes.anf import anf
 from .passes.desugar import desugar
@@ -76,7 +76,7 @@ def uses_name(node: cst.CSTNode, name: str) -> bool:
 def normalize(unit: Unit, node: cst.FunctionDef, namespace) -> cst.FunctionDef:
     """A desugared function as the transformations read it: structured, in A-normal form, and
     tuples indexed with constants as unpackings (:mod:`srctrans.passes.indexed_results`)."""
-    from .batching.loop import outputs_of
+    from .analysis.callees import outputs_of
     from .passes.indexed_results import index_results, library_arity
 
     def arity(call: cst.Call) -> int | None:
@@ -397,7 +397,7 @@ def entry_signature(unit: Unit, node: cst.FunctionDef, static: dict[str, Any]):
     function, ``["arg", name]``, ``["attr", self_name, attr]`` or ``["leaf", name, i]`` (leaf
     ``i``, in flattening order, of argument ``name``), then ``["returns", structure]`` when the
     function returns lists or dicts (:func:`srctrans.passes.leaves.results`). Pytree arguments
-    come as ``static.trees`` (:class:`srctrans.pipeline.StaticArgs`).
+    come as ``static.trees`` (:class:`srctrans.variant.StaticArgs`).
     """
     pf = unit.pf
     node, returns, trees = _pytrees(unit, node, static)

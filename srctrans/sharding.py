@@ -407,13 +407,6 @@ def has_sharded(args: tuple, kwargs: dict) -> bool:
     return any(is_sharded(leaf) for leaf in tree_leaves((args, kwargs)))
 
 
-def call(fn: Any, args: tuple, kwargs: dict) -> Any:
-    """Run transformed function ``fn`` (a ``jit``/``grad``) on arguments holding sharded arrays."""
-    from .parallel.propagate import sharded_call
-
-    return sharded_call(fn, args, kwargs)
-
-
 def last_call(fn: Any) -> Any:
     """The :class:`srctrans.parallel.propagate.Plan` of ``fn``'s last call on sharded arrays (None: no such call).
 

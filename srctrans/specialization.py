@@ -28,7 +28,7 @@ from .errors import CompileError
 from .tree import DictKey, PyTreeDef, SequenceKey, keystr, tree_flatten_with_path
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .pipeline import Generated
+    from .variant import Generated
 
 
 def normalize_argnums(value, name: str) -> tuple:

@@ -71,7 +71,7 @@ def _timed(impls: dict, repeats: int) -> dict[str, list[float]]:
 def _tangent_file(fn, wrt):
     """The compiled tangent file's dispatcher (what ``srctrans.jvp`` runs after its checks)."""
     import srctrans
-    from srctrans.api import _tangents_for
+    from srctrans.tangents import tangents_for as _tangents_for
 
     runner = _tangents_for(srctrans.jit(fn) if not hasattr(fn, "_compile") else fn, wrt, False).runner
     spec = runner._any_spec()

@@ -36,6 +36,7 @@ from ..analysis.resolve import LOCAL
 from ..analysis.shapes import operation_kind, same_shapes
 from ..analysis.views import array_facts, mutation_facts
 from ..cache import ORIGIN_RE
+from ..faces import api_transformation, face, is_instance
 from ..rules.derivatives import DERIVATIVES, OPERATORS, SHAPE_ONLY, Param, Rule
 from ..rules.lookup import qualified_name, rule_keys_by_id
 from ..rules.memory import COMPLEX_DTYPES, REAL_PARTS, WRITES_FIRST_ARGUMENT, last_names
@@ -1411,9 +1412,7 @@ def shape_kind(op_of, value: cst.BaseExpression, texts_of):
 
 
 def is_vmapped(obj: Any) -> bool:
-    from ..batching.api import VMapped
-
-    return isinstance(obj, VMapped)
+    return is_instance(obj, "VMapped")
 
 
 class _MadeHere:
@@ -1426,8 +1425,7 @@ class _MadeHere:
 def vmap_made_here(name: str, body: list, resolve, params) -> _MadeHere | None:
     """``name`` as a function batched by a ``srctrans.vmap(f, ...)`` call assigned to it once,
     outside loops and branches, in ``body``; None otherwise."""
-    from ..batching.api import vmap
-
+    vmap = face("vmap")
     if name in params or sum(name in _assigned_in(stmt) for stmt in _all_statements(body)) != 1:
         return None
     for stmt in body:
@@ -1495,22 +1493,17 @@ def check_vmapped_call(obj: Any, receiver: str, positional: list, keywords: dict
             raise NotDifferentiable(str(err), line) from None
 
 
-_TRANSFORMATIONS = ("grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap", "jit")
-
-
 def transformation_refusal(obj: Any, text: str, what: str) -> tuple[str, str] | None:
     """(message, hint) for a call of a srctrans transformation, or of a function it made, that
     ``what`` (grad, jvp) cannot differentiate through yet; None for anything else."""
-    from .. import api
-
-    if getattr(obj, "__module__", "") == api.__name__ and getattr(obj, "__name__", "") in _TRANSFORMATIONS:
-        name = obj.__name__
+    name = api_transformation(obj)
+    if name is not None:
         hint = (
             f"call srctrans.{name} outside the function; inside it, srctrans.jvp(f, (x,), (v,)) and "
             "srctrans.grad(f)(x) are read through their generated files (srctrans.nested_calls)"
         )
         return f"{what} through a call of srctrans.{name} inside the function is not supported yet", hint
-    if isinstance(obj, api.Grad):
+    if is_instance(obj, "Grad"):
         return (
             f"{what} through a call of {text}, a srctrans.grad, is not supported yet",
             "differentiate the function it wraps: srctrans.hessian(f), or srctrans.jvp(srctrans.grad(f), ...)",

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import faces
 from .. import runtime as rt
 from ..config import config
 from ..subclasses import plain_leaves
@@ -605,8 +606,9 @@ class VMapped:
         if specs is not None:
             return specs
         from ..nested_calls import reads_srctrans_anywhere
-        from ..pipeline import StaticArgs, Transform, generate
+        from ..pipeline import generate
         from ..specialization import RESERVED, Specialization, code_names, leaf_names
+        from ..variant import StaticArgs, Transform
 
         options = {"target": "cpu", "parallel": False, "fastmath": False, "cache": True, "boundscheck": True}
         if self._jit:
@@ -797,7 +799,8 @@ def _per_example_source(fn: Callable) -> tuple | bool:
         return False
     path = Path(code.co_filename)
     if path.parent.name != FOLDER:  # the user's own function: its jit file, normalized
-        from ..pipeline import Transform, generate
+        from ..pipeline import generate
+        from ..variant import Transform
 
         try:
             gen = generate(fn, Transform("jit"))
@@ -836,3 +839,6 @@ def _compiled_grad(level: VMapped, options: dict, base: Callable) -> Callable:
     if not isinstance(fn, Grad) or fn._compile or not calls_transformations(fn._fn):
         return base
     return adjoint_function(Grad(fn._fn, **fn._grad_args, jit_options=options))
+
+
+faces.register(vmap=vmap, VMapped=VMapped)

@@ -20,10 +20,11 @@ def batch_entry(entry, transform, np_name: str, namespace, static, by_fn=None) -
     whose batched versions the rewrite writes into the same file when it calls them with
     batched arguments.
     """
+    from ..analysis.callees import outputs_of
     from ..analysis.resolve import LOCAL
     from ..errors import UnsupportedSyntaxError
     from ..normal_form import at_line, resolver
-    from .loop import loop_function, outputs_of
+    from .loop import loop_function
     from .vectorize import NoBatchRule, vectorize
 
     options = dict(transform.options)

@@ -15,21 +15,6 @@ import libcst as cst
 from ..analysis.names import NameGen
 
 
-def outputs_of(node: cst.FunctionDef) -> int | None:
-    """How many outputs a function in A-normal form returns: ``k`` for ``return a, b`` everywhere, None for one."""
-    counts: set[int | None] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            return n is node
-
-        def visit_Return(self, n: cst.Return) -> None:
-            counts.add(len(n.value.elements) if isinstance(n.value, cst.Tuple) else None)
-
-    node.visit(V())
-    return counts.pop() if len(counts) == 1 else None
-
-
 def loop_function(
     callee: str,
     params: list[str],

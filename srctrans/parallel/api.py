@@ -300,8 +300,8 @@ class PMapped:
         if spec is not None:
             self._last = spec
             return spec
-        from ..pipeline import StaticArgs
         from ..specialization import RESERVED, code_names, leaf_names
+        from ..variant import StaticArgs
         from .stages import parallel_file
 
         with self._lock:

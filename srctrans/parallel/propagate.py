@@ -1207,7 +1207,7 @@ def _unsupported(found: dict[str, Any], call_args: list, names: list[str]) -> st
 
 def _make(spec: Any, shapes: dict[str, tuple], ranks: dict[str, int], mesh: Any, compiled: bool, fn: Any) -> Plan:
     from ..cache import load_module, module_name_for, write_if_changed
-    from ..pipeline import Generated
+    from ..variant import Generated
     from .runner import Stage
 
     what = f"{fn.__qualname__}"

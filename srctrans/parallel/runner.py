@@ -44,6 +44,7 @@ import numpy as np
 
 from ..backend import parallel_module
 from ..errors import BackendUnavailableError
+from ..faces import face
 from .devices import Device, check_backend
 from .devices import devices as list_devices
 
@@ -93,7 +94,7 @@ class Stage:
     function that takes a whole shard (``per_example=False``, sharding's stages). It
     returns a tuple of ``outputs`` values. ``batched[k]`` says whether parameter ``k`` is
     sharded along axis 0 (True) or the same on every device (False). ``gen`` is the
-    :class:`srctrans.pipeline.Generated` of the file when there is one (compiling a
+    :class:`srctrans.variant.Generated` of the file when there is one (compiling a
     ``per_example=False`` stage needs it).
     """
 
@@ -122,8 +123,7 @@ class Stage:
 
     def vmapped(self, jit_options: dict | None = None):
         """The :class:`srctrans.batching.api.VMapped` of the stage (batch axis first on batched parameters)."""
-        from ..batching.api import VMapped
-
+        VMapped = face("VMapped")
         key = tuple(sorted((jit_options or {}).items())) if jit_options is not None else None
         with self._lock:
             vm = self._vmaps.get(key)

@@ -36,7 +36,8 @@ from typing import Any
 
 from ..cache import HASH_PREFIX, META_PREFIX, ORIGIN_RE, module_name_for, read_header, write_generated
 from ..errors import SrcTransError, UnsupportedSyntaxError
-from ..pipeline import Generated, StaticArgs, Transform, generate
+from ..pipeline import generate
+from ..variant import Generated, StaticArgs, Transform
 from . import collectives
 
 # collective function -> how the driver combines its operand ("axis_index" needs no operand)
@@ -167,8 +168,8 @@ def _build(anf_gen: Generated, batched: tuple[bool, ...], axis_name: str | None,
     """The parallel file's text and meta, from the ``anf`` file of the function."""
     import libcst as cst
 
+    from ..analysis.callees import outputs_of
     from ..batching.generate import return_display
-    from ..batching.loop import outputs_of
     from ..cache import load_module
     from ..passes.control import JumpError, structure
 

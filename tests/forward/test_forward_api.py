@@ -27,7 +27,7 @@ def test_jvp_matches_the_jacobian_product():
 
 
 def test_jvp_generated_file_names_tangents_and_keeps_comments():
-    gen = srctrans.api._tangents_for(f_vec, ("x", "W"), False).runner._any_spec().gen
+    gen = srctrans.tangents.tangents_for(f_vec, ("x", "W"), False).runner._any_spec().gen
     text = gen.path.read_text()
     assert "def f_vec_jvp(x, W, x_dot, W_dot):" in text
     assert "# test_forward_api.py:" in text and "return np.tanh(W @ x) * x[0]" in text
@@ -160,7 +160,7 @@ def test_no_dead_tangent_code():
             c = c * 2.0
         return c
 
-    runner = srctrans.api._tangents_for(f, ("x",), False).runner
+    runner = srctrans.tangents.tangents_for(f, ("x",), False).runner
     text = runner._any_spec().gen.path.read_text()
     assert "a_dot" in text and "c_dot" in text
     assert "b_dot" not in text and "y_dot" not in text

@@ -64,10 +64,10 @@ def test_every_differentiable_rule_has_a_tangent_rule_or_is_listed():
 @pytest.fixture
 def fresh_tangent_files(monkeypatch):
     """``jvp`` keeps each function's tangent file for the process: plant rules in front of new ones."""
-    from srctrans import api
+    from srctrans import tangents
 
-    monkeypatch.setattr(api, "_TANGENT_FILES", {})
-    monkeypatch.setattr(api, "_VISIBLE", {})
+    monkeypatch.setattr(tangents, "_TANGENT_FILES", {})
+    monkeypatch.setattr(tangents, "_VISIBLE", {})
 
 
 def test_a_planted_wrong_partial_is_caught(monkeypatch, fresh_tangent_files):

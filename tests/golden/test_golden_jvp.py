@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import srctrans
-from srctrans.api import _tangents_for
+from srctrans.tangents import tangents_for as _tangents_for
 from srctrans.check import numerical_jvp
 
 from .test_golden import _body

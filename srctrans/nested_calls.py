@@ -37,7 +37,7 @@ from .analysis.callees import is_vmapped, loop_axes, loop_refusal, outputs_of
 from .analysis.names import scan
 from .analysis.resolve import is_user_function, lookup
 from .errors import UnsupportedSyntaxError
-from .faces import api_transformation, face, is_instance
+from .faces import api_transformation, face, is_instance, registered
 from .parse import ParsedFunction
 
 # transformations whose output is derived from the function's text: an unreadable call is an error there
@@ -520,7 +520,7 @@ def reads_srctrans(cap) -> bool:
     for name in global_names(cap.fn.__code__) | set(closure):
         value = closure[name] if name in closure else cap.fn.__globals__.get(name)
         module = value.__name__ if isinstance(value, types.ModuleType) else getattr(type(value), "__module__", "")
-        if module.split(".")[0] == "srctrans" or getattr(value, "__module__", None) == "srctrans.api":
+        if module.split(".")[0] == "srctrans" or api_transformation(value) is not None or value is registered("vmap"):
             return True
     return False
 

@@ -252,7 +252,8 @@ def _differentiate(
     custom_names=None,
 ) -> cst.FunctionDef:
     """Reverse mode on one function already in A-normal form."""
-    from .ad.reverse import NoRuleError, NotDifferentiable, reverse
+    from .ad.refusals import NoRuleError, NotDifferentiable
+    from .ad.reverse import reverse
     from .analysis.resolve import LOCAL
     from .errors import NoDerivativeError
 

@@ -35,23 +35,18 @@ from ..passes.fuse import children as fuse_children
 from ..rules.derivatives import DERIVATIVES, LINEAR, MULTILINEAR, OPERATORS, SHAPE_ONLY, TUPLE_TANGENTS, Rule
 from ..rules.lookup import qualified_name, rule_keys_by_id
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
-from .reverse import (
+from .calls import check_vmapped_call, is_vmapped, shape_kind, transformation_refusal, vmap_made_here, vmapped_params
+from .refusals import (
     NoRuleError,
     NotDifferentiable,
-    check_vmapped_call,
     complex_names,
     index_tricks,
-    is_vmapped,
     refuse_complex,
     refuse_hidden_write,
     refuse_index_trick,
     refuse_shared_write,
     refuse_view_update,
-    shape_kind,
-    transformation_refusal,
     view_update_check,
-    vmap_made_here,
-    vmapped_params,
 )
 from .statements import appended, empty_lists, lower_updates
 from .text import code, fold_literals, paren, times

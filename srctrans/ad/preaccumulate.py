@@ -39,7 +39,8 @@ from .statements import RenameNames, aug_to_assign, reads_in
 from .text import code, fill_template, paren, times
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .reverse import Op, Reverse
+    from .ops import Op
+    from .reverse import Reverse
 
 _LONG = 50  # a partial longer than this is computed on a line of its own
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.activity import names_in
+from ..analysis.activity import Block, names_in, targets_of
 from ..analysis.names import NameGen
+from ..analysis.resolve import LOCAL
+from ..cache import ORIGIN_RE
+from ..rules.lookup import rule_keys_by_id
+from .text import code
 
 
 class RenameNames(cst.CSTTransformer):
@@ -123,3 +127,82 @@ def appended(small, lists: set[str]) -> tuple[str, cst.BaseExpression] | None:
     ):
         return func.value.value, call.args[0].value
     return None
+
+
+def index_expr(elements) -> cst.BaseExpression:
+    """The index of ``x[...]`` as a value: ``(slice(1, n), 0)``."""
+    parts = []
+    for el in elements:
+        s = el.slice
+        if isinstance(s, cst.Index):
+            parts.append(code(s.value))
+        else:
+            bounds = [code(getattr(s, k)) if getattr(s, k) is not None else "None" for k in ("lower", "upper", "step")]
+            parts.append(f"slice({', '.join(bounds)})")
+    text = parts[0] if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+    return cst.parse_expression(text)
+
+
+
+def inside(block: Block, outer: Block) -> bool:
+    b: Block | None = block
+    while b is not None:
+        if b is outer:
+            return True
+        b = b.parent
+    return False
+
+
+
+def simple_statements(stmts: list):
+    """Every simple statement, in program order, descending into branches and loops."""
+    for stmt in stmts:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield stmt
+        elif isinstance(stmt, cst.If):
+            yield from simple_statements(stmt.body.body)
+            if stmt.orelse is not None:
+                yield from simple_statements(stmt.orelse.body.body)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            yield from simple_statements(stmt.body.body)
+
+
+
+def pure_call(call: cst.Call, resolve) -> bool:
+    """A call whose result depends on its arguments alone: a function with a derivative rule."""
+    obj = resolve(call.func)
+    return obj is not LOCAL and obj is not None and id(obj) in rule_keys_by_id()
+
+
+
+def assigned_in(stmt) -> set[str]:
+    """Every name a compound statement assigns, at any depth (its loop targets too)."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            found.update(targets_of(n.target))
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            found.update(targets_of(n.target))
+
+        def visit_For(self, n: cst.For) -> None:
+            found.update(targets_of(n.target))
+
+    stmt.visit(V())
+    return found
+
+
+
+def groups(stmts: list) -> list[list]:
+    """Consecutive statements made from one original line (each group starts at an origin comment)."""
+    groups: list[list] = []
+    for stmt in stmts:
+        has_origin = any(
+            line.comment is not None and ORIGIN_RE.match(line.comment.value) for line in getattr(stmt, "leading_lines", ())
+        )
+        if has_origin or not groups:
+            groups.append([stmt])
+        else:
+            groups[-1].append(stmt)
+    return groups

@@ -1698,6 +1698,24 @@ def _rot90_copy(m, k, a0, a1):
     return out.reshape(to_fixed_tuple(shape, nd))
 
 
+@overload(np.real_if_close)
+def _ov_real_if_close(a, tol=100):
+    """np.real_if_close of a real array: the array itself, as NumPy returns it. (Of a complex array
+    NumPy's result type depends on the values, which Numba must know when it compiles.)"""
+    if not isinstance(a, types.Array):
+        raise TypingError(f"np.real_if_close takes an array here, got {a}")
+    if not isinstance(a.dtype, (types.Float, types.Integer, types.Boolean)):
+        raise TypingError(
+            "np.real_if_close of a complex array: its result's type depends on the values (real when the "
+            "imaginary parts are small), which Numba must know when it compiles; take np.real(a) instead"
+        )
+
+    def impl(a, tol=100):
+        return a
+
+    return impl
+
+
 @overload(np.rot90)
 def _ov_rot90(m, k=1, axes=(0, 1)):
     """np.rot90 with axes= (Numba's own takes none), as a copy."""

@@ -902,4 +902,8 @@ BATCHING.update({
     "numpy.nanmean": reduction(),
     "numpy.nanmax": reduction(),
     "numpy.nanmin": reduction(),
+    "numpy.nanvar": reduction(),
+    "numpy.nanstd": reduction(),
+    "numpy.real_if_close": elementwise(),  # (its tol=: unbatched)
+    "numpy.angle": elementwise(),
 })

@@ -531,3 +531,28 @@ DERIVATIVES.update({
         x="rt.unbroadcast({ans} * ({g} - np.sum({g} * {ans}, {axis}, None, None, True)), {x})",
     ),
 })
+
+# --- more of the peers' functions (issue 20) ---
+# np.nanvar: 2 (x - m) / (n - ddof) at the numbers, m their mean and n their count along axis
+# (the mean's own derivative adds nothing: the deviations sum to zero); NaNs carry none
+_NAN_MEAN = f"rt.sum_grad(rt.sum_to({_NANS_ZERO.replace('{v}', '{x}')}, {{ans}}, {{axis}}, {{keepdims}}) / {_NAN_COUNT}, {{x}}, {{axis}}, {{keepdims}})"
+_DEVIATIONS = f"({_NANS_ZERO.replace('{v}', '{x}')} - {_NAN_MEAN})"  # (finite at the NaNs: 0 * NaN would be NaN)
+_NANVAR_SCALE = f"(2.0 / ({_NAN_COUNT} - {{ddof}}))"
+
+
+def _nanvar_grad(g: str) -> str:
+    return _NANS_ZERO.replace("{v}", f"rt.sum_grad({g} * {_NANVAR_SCALE}, {{x}}, {{axis}}, {{keepdims}}) * {_DEVIATIONS}")
+
+
+_NANVAR_JVP = f"rt.sum_to({_NANS_ZERO.replace('{v}', '{t} * ' + _DEVIATIONS)}, {{ans}}, {{axis}}, {{keepdims}}) * {_NANVAR_SCALE}"
+_NANVAR_SIGNATURE = "x, axis=None, dtype=None, out=None, ddof=0, keepdims=False"
+DERIVATIVES.update({
+    "numpy.nanvar": vjp(_NANVAR_SIGNATURE, jvp=dict(x=_NANVAR_JVP), x=_nanvar_grad("{g}")),
+    # sqrt of nanvar: nanvar's derivative over 2 ans
+    "numpy.nanstd": vjp(_NANVAR_SIGNATURE, jvp=dict(x=f"{_NANVAR_JVP} / (2.0 * {{ans}})"), x=_nanvar_grad("({g} / (2.0 * {ans}))")),
+    # x 2**y: linear in x (y is an integer: no derivative)
+    "numpy.ldexp": vjp("x, y", jvp=dict(x="np.ldexp({t}, {y})"), x="rt.unbroadcast(np.ldexp({g}, {y}), {x})"),
+    # of real arguments (complex values are refused): the argument itself, and 0 or pi
+    "numpy.real_if_close": vjp("x, tol=100", jvp=LINEAR, x="{g}"),
+    "numpy.angle": nondiff("x, deg=False"),
+})

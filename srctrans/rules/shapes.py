@@ -31,6 +31,8 @@ NUMBER_RESULTS.update({
     "numpy.nanmean": _FULL,
     "numpy.nanmax": _FULL,
     "numpy.nanmin": _FULL,
+    "numpy.nanvar": _FULL,
+    "numpy.nanstd": _FULL,
     "numpy.median": _FULL,
     "numpy.average": _FULL,
 })

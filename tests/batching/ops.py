@@ -613,7 +613,11 @@ SPECS += [
     ("numpy.nanmax", nanmax_nans_op, [mat(2, 3)], None),
     ("numpy.nansum", nansum_keepdims_op, [mat(2, 3)], None),
 ]
-for key in ["numpy.nansum", "numpy.nanmean", "numpy.nanmax", "numpy.nanmin"]:
+SPECS += [
+    ("numpy.real_if_close", _unary(np.real_if_close), [mat(2, 3)], None),
+    ("numpy.angle", _unary(np.angle), [mat(2, 3)], None),
+]
+for key in ["numpy.nansum", "numpy.nanmean", "numpy.nanmax", "numpy.nanmin", "numpy.nanvar", "numpy.nanstd"]:
     for axis in (None, 1):
         SPECS.append((key, reduce_fn(_np(key), axis), [mat(2, 3)], None))
 # psum/pmean over this vmap's own axis are tested in test_api.py (their result is not

@@ -730,3 +730,26 @@ SPECS.update(RUNTIME_SPECS)
 # refused with an error (tests/rules/test_derivatives.py checks that): np.linalg.norm's orders
 # other than None, 'fro' and 2 for vectors
 FIRST_ORDER_SPECS = {("numpy.linalg.norm", i) for i in range(5, len(SPECS["numpy.linalg.norm"]))}
+
+
+EXPONENTS = np.array([0, 1, -2, 3])  # np.ldexp's integer powers of two, broadcast against (3, 4)
+
+SPECS.update({
+    "numpy.nanvar": [
+        (lambda x: np.nanvar(x) * 2.0, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.nanvar(np.where(NANS, np.nan, x), axis=0) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.nanvar(np.where(NANS, np.nan, x), axis=1, ddof=1, keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.nanvar(np.where(NANS, np.nan, x)), (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.nanstd": [
+        (lambda x: np.nanstd(x) * 2.0, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.nanstd(np.where(NANS, np.nan, x), axis=0, ddof=1) * B, (lambda r: normal(r, 3, 4),)),
+        (lambda x: np.nanstd(np.where(NANS, np.nan, x), axis=1, keepdims=True) * x, (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.ldexp": [
+        (lambda x: np.ldexp(x, 3) * x, (lambda r: normal(r, 5),)),
+        (lambda x: np.ldexp(x, EXPONENTS) * B, (lambda r: normal(r, 3, 4),)),
+    ],
+    "numpy.real_if_close": [(lambda x: np.real_if_close(x * x) * B, (lambda r: normal(r, 3, 4),))],
+    "numpy.angle": [(lambda x: np.angle(x) * x, (lambda r: normal(r, 5),))],
+})

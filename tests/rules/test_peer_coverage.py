@@ -35,13 +35,8 @@ from .test_derivatives import check_float32
 _STATS = "no rule for scipy.stats distributions yet (their densities are written with scipy.special functions without rules)"
 _SPECIAL = "no rule yet: its derivative needs a scipy.special function srctrans.runtime does not wrap yet"
 GAPS: dict[str, str] = {
-    "numpy.real_if_close": "no rule yet (the identity for real arrays)",
-    "numpy.angle": "no rule yet (a constant for real arrays)",
     "numpy.i0": "no rule yet: its derivative is scipy.special.i1, without a rule",
-    "numpy.ldexp": "no rule yet",
     "numpy.frexp": "no rule yet (two outputs: the mantissa's derivative is 2**-exponent)",
-    "numpy.nanvar": "no rule yet",
-    "numpy.nanstd": "no rule yet",
     "numpy.row_stack": "no rule yet (numpy.vstack's, deprecated since NumPy 2.0)",
     "numpy.linalg.eigvals": "no rule yet (numpy.linalg.eig's eigenvalues)",
     "scipy.linalg.sqrtm": "no rule yet (a Sylvester equation per adjoint)",

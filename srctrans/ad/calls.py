@@ -14,7 +14,7 @@ from ..analysis.resolve import LOCAL
 from ..analysis.shapes import operation_kind
 from ..faces import api_transformation, face, is_instance
 from .refusals import NoRuleError, NotDifferentiable
-from .statements import assigned_in
+from .statements import assigned_in, simple_statements
 
 
 def shape_kind(op_of, value: cst.BaseExpression, texts_of):
@@ -44,7 +44,7 @@ def vmap_made_here(name: str, body: list, resolve, params) -> _MadeHere | None:
     """``name`` as a function batched by a ``srctrans.vmap(f, ...)`` call assigned to it once,
     outside loops and branches, in ``body``; None otherwise."""
     vmap = face("vmap")
-    if name in params or sum(name in assigned_in(stmt) for stmt in _all_statements(body)) != 1:
+    if name in params or sum(name in assigned_in(stmt) for stmt in simple_statements(body)) != 1:
         return None
     for stmt in body:
         if not isinstance(stmt, cst.SimpleStatementLine):
@@ -62,19 +62,6 @@ def vmap_made_here(name: str, body: list, resolve, params) -> _MadeHere | None:
                 fn = resolve(small.value.args[0].value)
                 return _MadeHere(None if fn is LOCAL else fn)
     return None
-
-
-def _all_statements(body: list):
-    """The simple statements of ``body``, in nested blocks too."""
-    for stmt in body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            yield stmt
-        elif isinstance(stmt, cst.If):
-            yield from _all_statements(stmt.body.body)
-            if stmt.orelse is not None:
-                yield from _all_statements(stmt.orelse.body.body)
-        elif isinstance(stmt, (cst.For, cst.While)):
-            yield from _all_statements(stmt.body.body)
 
 
 def vmapped_params(obj: Any, count: int) -> list[str]:

@@ -153,7 +153,6 @@ def inside(block: Block, outer: Block) -> bool:
     return False
 
 
-
 def simple_statements(stmts: list):
     """Every simple statement, in program order, descending into branches and loops."""
     for stmt in stmts:

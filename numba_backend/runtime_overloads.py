@@ -4070,3 +4070,34 @@ def _ov_interp_linear(x, xp, u, left=None, right=None, period=None):
         return out.reshape(x.shape)
 
     return impl
+
+
+@overload(rt.add_list_adjoints)
+def _ov_add_list_adjoints(bar, contribution):
+    """The adjoint of a list grown with append plus a contribution (a list or tuple of arrays):
+    a list; an empty one is zero."""
+    if not isinstance(bar, types.List) or not isinstance(contribution, (types.List, types.BaseTuple)):
+        raise TypingError(f"srctrans.runtime.add_list_adjoints: expected a list and a list or tuple, got {bar}, {contribution}")
+    if isinstance(contribution, types.BaseTuple) and not isinstance(contribution, types.UniTuple):
+        raise TypingError("srctrans.runtime.add_list_adjoints: the entries must all have one type under jit")
+
+    def impl(bar, contribution):
+        out = [contribution[0]] * 0
+        for i in range(len(contribution)):
+            out.append(contribution[i] + bar[i] if len(bar) > 0 else contribution[i])
+        return out
+
+    return impl
+
+
+@overload(rt.empty_list_like)
+def _ov_empty_list_like(x):
+    if not isinstance(x, types.List):
+        raise TypingError(f"srctrans.runtime.empty_list_like: expected a list, got {x}")
+
+    def impl(x):
+        out = list(x)
+        out.clear()
+        return out
+
+    return impl

@@ -17,7 +17,7 @@ from .analysis.names import NameGen, scan
 from .analysis.resolve import Binding, describe_value
 from .capture import Captured, capture
 from .emit import ModuleSpec, clean_signature, render
-from .errors import UnsupportedSyntaxError
+from .errors import SrcTransError, UnsupportedSyntaxError
 from .fence import fence
 from .nested_calls import Nested, loop_node
 from .normal_form import (
@@ -40,6 +40,8 @@ from .normal_form import (
 )
 from .parse import ParsedFunction, parse_function
 from .passes.anf import anf
+from .passes.leaves import tuples_alone as _tuples_alone
+from .specialization import RESERVED, code_names, leaf_names
 from .variant import Transform, display_source
 
 
@@ -58,6 +60,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
         is_entry = pf is entry_pf
         pf, introduced = nested.rewrite(pf, set(namespace))  # calls of srctrans.jvp ... as calls of generated files
         unit = Unit(pf, emit_name)
+        unit.specialize = specializer(unit)
         by_fn[id(pf.captured.fn)] = unit
         units.append(unit)
         claim_name(namespace, emit_name, "function", pf.captured.fn, unit, pf.node)
@@ -83,6 +86,66 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
             unit.bindings[known.emit_name] = Binding(known.emit_name, "callee", fn, "global")
         return unit
 
+    clones: dict[tuple, tuple[Unit, Any]] = {}
+
+    def specializer(caller: Unit):
+        """The hook with which ``caller``'s leaves pass turns ``f(params, x)``, ``params`` a pytree
+        part, into a call of ``f``'s version taking its leaves (:data:`srctrans.passes.leaves.Specialize`)."""
+
+        def specialize(name: str, given: list, call: cst.Call):
+            binding = caller.bindings.get(name)
+            callee = by_fn.get(id(binding.value)) if binding is not None and binding.kind == "callee" else None
+            if callee is None or callee.trees or callee.pf.captured.kind == "method":
+                return None
+            fn = callee.pf.captured.fn
+            try:
+                params = list(inspect.signature(fn).parameters.values())
+            except (TypeError, ValueError):
+                return None
+            by_name = {p.name: p for p in params}
+            trees: dict[str, Any] = {}
+            for i, (keyword, part) in enumerate(given):
+                p = by_name.get(keyword) if keyword is not None else (params[i] if i < len(params) else None)
+                if p is None or (keyword is None and p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)):
+                    return None
+                if part is not None:
+                    if p.default is not p.empty or p.kind is p.KEYWORD_ONLY:
+                        return None
+                    trees[p.name] = part.tree
+            key = (id(fn), tuple(sorted(trees.items(), key=lambda kv: kv[0])))
+            if key not in clones:
+                taken = code_names(fn.__code__) | RESERVED
+                named = {p: (t, leaf_names(p, t, set(taken))) for p, t in trees.items()}
+                clone = Unit(callee.pf, "", dict(callee.bindings), aliases=dict(callee.aliases),
+                             defaults=dict(callee.defaults), trees=named)
+                clone.specialize = specializer(clone)
+                token = _version_of(fn, named)
+                clone.emit_name = NameGen(set(namespace)).fresh(f"{callee.emit_name}_leaves", numbered=False)
+                claim_name(namespace, clone.emit_name, "function", token, clone, callee.pf.node)
+                clones[key] = (clone, token)
+                by_fn[id(token)] = clone
+                units.append(clone)
+                try:  # (registered first: a recursive call finds it)
+                    desugared(clone, numpy_name(namespace))
+                except SrcTransError:
+                    if not all(_tuples_alone(part) for _, part in given if part is not None):
+                        raise
+                    # the function reads a tuple or list other than through its entries: it gets the tuple
+                    del clones[key], by_fn[id(token)], namespace[clone.emit_name]
+                    units.remove(clone)
+                    clones[key] = None
+            if clones[key] is None:
+                return None
+            clone, token = clones[key]
+            caller.bindings[clone.emit_name] = Binding(clone.emit_name, "callee", token, "global")
+            out = []
+            for i, (keyword, part) in enumerate(given):
+                p = by_name[keyword] if keyword is not None else params[i]
+                out.append(clone.trees[p.name][1] if part is not None else None)
+            return clone.emit_name, out
+
+        return specialize
+
     entry = add(entry_pf, cap.name)
     if transform.name in ("grad", "vjp", "jvp"):
         entry.emit_name = f"{cap.name}_{transform.name}"
@@ -90,14 +153,13 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
 
     params_meta: list[list[str]] = []
     for unit in units:
-        node = desugared(unit, np_name)
+        node = clean_signature(desugared(unit, np_name), unit.emit_name)
+        if unit is entry:  # pytree arguments as leaves, on the function as written (loops over them unrolled)
+            node, params_meta = entry_signature(unit, node, static)
         if unit is entry and transform.name in ("grad", "vjp", "jvp"):
             node = normalize(unit, node, namespace)
         elif transform.name == "anf":
             node = anf(node, frozenset(namespace))
-        node = clean_signature(node, unit.emit_name)
-        if unit is entry:
-            node, params_meta = entry_signature(unit, node, static)
         unit.node = node
     adjoints: list[cst.FunctionDef] = []
     vmap_note, vmap_meta = "", {}
@@ -125,6 +187,10 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
             adjoints = _adjoints(entry, by_fn, transform, np_name, params_meta, namespace, add_function)
         if transform.name == "vjp":
             params_meta = params_meta + [["cotangent"]]
+        if transform.name == "grad" and dict(transform.options).get("structured"):
+            entry.node, params_meta = _structured_entry(
+                entry.pf, entry.node, params_meta, getattr(static, "trees", {}), dict(transform.options).get("wrt") or ()
+            )
         for unit in units:
             if unit.node is None:  # added while differentiating: emitted as written
                 unit.node = clean_signature(desugared(unit, np_name), unit.emit_name)
@@ -186,6 +252,108 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     return render(spec), meta, bound
 
 
+def _structured_entry(pf, node: cst.FunctionDef, params_meta: list, trees: dict, wrt: tuple) -> tuple[cst.FunctionDef, list]:
+    """The *structured* variant of a grad file for pytree arguments (:func:`srctrans.nesting.adjoint_function`):
+    each pytree argument taken whole and read leaf by leaf with constant keys first thing, the
+    gradient of one returned as a display of its structure. ``(node, meta["params"])``."""
+    from .tree import DictKey, GetAttrKey, SequenceKey, tree_flatten_with_path
+
+    params: list[cst.Param] = []
+    meta: list[list] = []
+    reads: list[cst.SimpleStatementLine] = []
+    root_of: dict[str, str] = {}
+    for m in params_meta:
+        if m[0] == "leaf":
+            root = m[1]
+            if any(x == ["arg", root] for x in meta):
+                continue
+            params.append(cst.Param(cst.Name(root)))
+            meta.append(["arg", root])
+            treedef, names = trees[root]
+            for path, leaf in tree_flatten_with_path(treedef.unflatten(names))[0]:
+                root_of[leaf] = root
+                expr: cst.BaseExpression = cst.Name(root)
+                for key in path:
+                    if isinstance(key, GetAttrKey):
+                        expr = cst.Attribute(expr, cst.Name(key.name))
+                    else:
+                        index = key.idx if isinstance(key, SequenceKey) else key.key if isinstance(key, DictKey) else None
+                        expr = cst.Subscript(expr, [cst.SubscriptElement(cst.Index(cst.parse_expression(repr(index))))])
+                reads.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(leaf))], expr)]))
+        elif m[0] == "arg":
+            params.append(cst.Param(cst.Name(m[1])))
+            meta.append(m)
+        else:
+            raise TypeError("a grad of a method cannot be differentiated again yet")
+    if reads:
+        reads[0] = reads[0].with_changes(
+            leading_lines=[cst.EmptyLine(comment=cst.Comment("# the leaves of the pytree arguments"))]
+        )
+    body = list(node.body.body)
+    last = body[-1]
+    if not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[0], cst.Return)):  # pragma: no cover
+        raise SrcTransError(f"{pf.captured.qualname}: the adjoint file does not end in a return")
+    value = last.body[0].value
+    given = [e.value for e in value.elements] if len(wrt) > 1 else [value]
+    if len(given) != len(wrt):  # pragma: no cover - reverse mode returns one gradient per parameter
+        raise SrcTransError(f"{pf.captured.qualname}: {len(given)} gradients for {len(wrt)} parameters")
+    by_leaf = dict(zip(wrt, given))
+    out: list[cst.BaseExpression] = []
+    done: set[str] = set()
+    for name in wrt:
+        root = root_of.get(name)
+        if root is None:
+            out.append(by_leaf[name])
+        elif root not in done:
+            done.add(root)
+            treedef, names = trees[root]
+            out.append(_display(treedef, iter([by_leaf[n] for n in names])))
+    result = out[0] if len(out) == 1 else cst.Tuple([cst.Element(e) for e in out])
+    body[-1] = last.with_changes(body=[last.body[0].with_changes(value=result)])
+    node = node.with_changes(params=cst.Parameters(params=params), body=node.body.with_changes(body=reads + body))
+    return node, meta
+
+
+def _display(treedef, values) -> cst.BaseExpression:
+    """A display of structure ``treedef`` holding ``values`` (expressions, in flattening order)."""
+    if treedef.is_leaf():
+        return next(values)
+    kind, aux = treedef.node_data()
+    kids = [_display(c, values) for c in treedef.children()]
+    if kind is type(None):
+        return cst.Name("None")
+    if kind is dict:
+        return cst.Dict([cst.DictElement(cst.parse_expression(repr(k)), v) for k, v in zip(aux, kids)])
+    if kind is list:
+        return cst.List([cst.Element(k) for k in kids])
+    if kind is tuple:
+        elements = [cst.Element(k) for k in kids]
+        if len(elements) == 1:
+            elements[0] = elements[0].with_changes(comma=cst.Comma())
+        return cst.Tuple(elements)
+    raise TypeError(f"a grad of {kind.__name__} (namedtuple) arguments cannot be differentiated again yet")
+
+
+def _version_of(fn, trees: dict) -> Any:
+    """A stand-in for ``fn``'s version taking the pytree arguments ``trees`` as leaves: a function
+    object of its own (the transformations find a callee's unit by the object's identity) whose
+    signature lists the leaves."""
+    import types
+
+    version = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    version.__kwdefaults__ = fn.__kwdefaults__
+    version.__qualname__ = fn.__qualname__
+    version.__module__ = fn.__module__
+    params = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.name in trees:
+            params += [inspect.Parameter(leaf, inspect.Parameter.POSITIONAL_OR_KEYWORD) for leaf in trees[p.name][1]]
+        else:
+            params.append(p)
+    version.__signature__ = inspect.Signature(params)
+    return version
+
+
 def _loops(nested: Nested, by_fn: dict, np_name: str) -> list[cst.FunctionDef]:
     """The loops over the examples that calls of vmapped functions reach under jit (:mod:`srctrans.nested_calls`)."""
     from .analysis.callees import outputs_of
@@ -203,7 +371,7 @@ def _adjoints(entry: Unit, by_fn: dict, transform, np_name: str, params_meta, na
     Returns the callees' adjoint functions; the entry's adjoint replaces ``entry.node``.
     """
     names: dict[tuple, str] = {}
-    queue: list[tuple[Unit, tuple[str, ...]]] = []
+    queue: list[tuple[Unit, tuple[str, ...], tuple]] = []
 
     def callee_vjp(fn, active: tuple[str, ...]) -> str | None:
         """The adjoint of user function ``fn`` for its parameters ``active`` (``f_vjp`` for all of
@@ -215,7 +383,7 @@ def _adjoints(entry: Unit, by_fn: dict, transform, np_name: str, params_meta, na
         if key not in names:
             every = [p.name for p in inspect.signature(fn).parameters.values()]
             names[key] = f"{unit.emit_name}_vjp" if list(active) == every else f"{unit.emit_name}_vjp_{'_'.join(active)}"
-            queue.append((unit, active))
+            queue.append((unit, active, key))
         return names[key]
 
     def custom_names(obj) -> tuple[str, str]:
@@ -227,10 +395,10 @@ def _adjoints(entry: Unit, by_fn: dict, transform, np_name: str, params_meta, na
     out: list[cst.FunctionDef] = []
     done = 0
     while done < len(queue):
-        unit, active = queue[done]
+        unit, active, key = queue[done]
         done += 1
         node = normalize(unit, desugared(unit, np_name), namespace)
-        node = clean_signature(node, names[(id(unit.pf.captured.fn), active)])
+        node = clean_signature(node, names[key])
         params = [p.name.value for p in node.params.params]
         vjp = Transform("vjp", (("wrt", active),))
         out.append(

@@ -34,11 +34,16 @@ def value_and_adjoint_function(inner) -> Callable:
     return _adjoint_file(inner, options, "methods and pytree arguments are not supported here yet")
 
 
-def adjoint_function(inner, indexed: bool = False) -> Callable:
+def adjoint_function(inner, indexed: bool = False, trees: dict | None = None) -> Callable:
     """The adjoint file of ``inner`` (a ``srctrans.grad``) as a plain function returning the gradient.
 
     ``indexed``: loops over ``range`` save on preallocated tapes (``rt.tape``), which ``vmap``
     batches, instead of lists another ``grad`` pushes and pops.
+    ``trees``: the structures (parameter -> ``PyTreeDef``) of the pytree arguments it will be
+    given. The file is then that structure's specialization, in a *structured* variant: it
+    takes each pytree argument whole, reads its leaves with constant keys first thing, and
+    returns the gradient of one in the argument's structure (displays), as the user's own
+    function would; the next transformation reads it as it reads any function.
     Raises ``TypeError`` for what has no such function yet: ``value_and_grad`` (its output
     is a pair), ``has_aux``, static arguments.
     """
@@ -59,16 +64,18 @@ def adjoint_function(inner, indexed: bool = False) -> Callable:
     options = tuple(o for o in inner._transform.options if o[0] in ("wrt", "has_aux", "compiled")) + (("grads_only", True),)
     if indexed:
         options += (("indexed", True),)
-    return _adjoint_file(inner, options, "a grad of a method or of pytree arguments cannot be differentiated again yet")
+    if trees:
+        options += (("structured", True),)
+    return _adjoint_file(inner, options, "a grad of a method cannot be differentiated again yet", trees)
 
 
-def _adjoint_file(inner, options: tuple, refusal: str) -> Callable:
+def _adjoint_file(inner, options: tuple, refusal: str, trees: dict | None = None) -> Callable:
     """The function of ``inner``'s adjoint file generated with ``options``; ``refusal`` where its
     parameters are not plain arguments (a method's, pytree leaves)."""
     Jitted = face("Jitted")
     runner = Jitted(inner._fn, _transform=Transform("grad", options), _compile=False)
     runner._wrt = inner._wrt
-    spec = runner._any_spec()
+    spec = runner._specialization({}, trees) if trees else runner._any_spec()
     if any(m[0] != "arg" for m in spec.gen.meta["params"]):
         raise TypeError(refusal)
     return spec.python

@@ -41,6 +41,12 @@ class Unit:
     node: cst.FunctionDef | None = None
     aliases: dict[str, str] = field(default_factory=dict)  # another name of a function in the file -> its name there
     defaults: dict[str, cst.BaseExpression] = field(default_factory=dict)  # parameter -> its default, as written in the file
+    # a version of a function for pytree arguments of known structure (parameter -> (treedef, leaf names)):
+    # those parameters are taken as their leaves, as the entry's are
+    trees: dict[str, tuple[Any, list[str]]] | None = None
+    # the build's hook that gives a call of a user function with pytree parts its version for them
+    # (:data:`srctrans.passes.leaves.Specialize`)
+    specialize: Any = None
 
 
 class _SelfAttrs(cst.CSTTransformer):
@@ -101,7 +107,34 @@ def desugared(unit: Unit, np_name: str) -> cst.FunctionDef:
     """The unit's function as every transformation starts from it: origin comments, calls by
     one name per function, desugared (:mod:`srctrans.passes.desugar`)."""
     modules = frozenset(n for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType))
-    return desugar(_with_defaults(with_origins(unit.pf, unit.aliases), unit.defaults), np_name, modules)
+    node = desugar(_with_defaults(with_origins(unit.pf, unit.aliases), unit.defaults), np_name, modules)
+    if unit.trees:
+        node = _leaf_parameters(unit, node)
+    return node
+
+
+def _leaf_parameters(unit: Unit, node: cst.FunctionDef) -> cst.FunctionDef:
+    """A version of a user function for pytree arguments (``unit.trees``): those parameters as leaves."""
+    node, _, trees = _pytrees(unit, node, _Trees(unit.trees), returns=False)
+    params: list[cst.Param] = []
+    for p in node.params.params:
+        if p.name.value in trees:
+            params += [cst.Param(cst.Name(leaf)) for leaf in trees[p.name.value][1]]
+        else:
+            params.append(p.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+    notes = _pytree_notes(trees, None)
+    return node.with_changes(params=node.params.with_changes(params=params), leading_lines=notes)
+
+
+@dataclass(frozen=True)
+class _Trees:
+    """The pytree arguments of a function's version for them: every one passed as leaves."""
+
+    trees: dict
+
+    @property
+    def differentiated(self) -> frozenset[str]:
+        return frozenset(self.trees)
 
 
 def apply_defaults(unit: Unit, namespace, static: dict[str, Any]) -> None:
@@ -447,7 +480,7 @@ def entry_signature(unit: Unit, node: cst.FunctionDef, static: dict[str, Any]):
     return node.with_changes(leading_lines=_pytree_notes(trees, returns)), meta
 
 
-def _pytrees(unit: Unit, node: cst.FunctionDef, static: dict[str, Any]) -> tuple[cst.FunctionDef, Any, dict]:
+def _pytrees(unit: Unit, node: cst.FunctionDef, static: dict[str, Any], returns: bool = True) -> tuple[cst.FunctionDef, Any, dict]:
     """Reads of pytree arguments become reads of their leaves; returned lists and dicts, tuples.
 
     Returns the node, the structure returned (or None) and the pytree arguments passed as
@@ -467,10 +500,11 @@ def _pytrees(unit: Unit, node: cst.FunctionDef, static: dict[str, Any]) -> tuple
 
     b = unit.bindings.get("len")
     len_builtin = b is not None and b.kind == "builtin"
+    builtins = frozenset(n for n in ("len", "enumerate") if getattr(unit.bindings.get(n), "kind", None) == "builtin")
     while trees:
         parts = {name: part_of(name, treedef, names) for name, (treedef, names) in trees.items()}
         try:
-            check_leaves(pf.node, parts, len_builtin, error)
+            check_leaves(pf.node, parts, len_builtin, error, builtins, unit.specialize)
             break
         except UnsupportedSyntaxError as err:
             name = getattr(err, "pytree_argument", None)
@@ -479,7 +513,9 @@ def _pytrees(unit: Unit, node: cst.FunctionDef, static: dict[str, Any]) -> tuple
             del trees[name]  # passed whole
     if trees:
         node = _free_leaf_names(node, {n for _, names in trees.values() for n in names})
-        node = leaves(node, parts, len_builtin, error, scan(pf.node).all)
+        node = leaves(node, parts, len_builtin, error, scan(pf.node).all, builtins, unit.specialize)
+    if not returns:
+        return node, None, trees
     check_results(pf.node, error)
     node, returns = results(node, error)
     return node, returns, trees

@@ -76,6 +76,9 @@ def unbroadcast(g, x):
     ``zeros_like(x)``'s dtype (a ``g`` of fewer dimensions, or with size-1 axes, is
     broadcast up), or a Python float for a scalar ``x``.
     """
+    if isinstance(x, (list, tuple)):  # a display given to NumPy (np.sum([1.0, a * a])): one adjoint per entry
+        whole = unbroadcast(g, np.asarray(x, dtype=float) if not _has_complex(x) else np.asarray(x))
+        return tuple(unbroadcast(whole[i], v) for i, v in enumerate(x))
     if not isinstance(x, np.ndarray):
         return float(np.sum(g))
     g = np.asarray(g)
@@ -89,6 +92,31 @@ def unbroadcast(g, x):
     if g.shape != x.shape:
         g = np.broadcast_to(g, x.shape)
     return np.asarray(g, dtype=_grad_dtype(x), order="C")
+
+
+def empty_list_like(x):
+    """An empty list, to hold the adjoints of the entries of list ``x`` (Numba types it after ``x``)."""
+    return []
+
+
+def add_list_adjoints(bar, contribution):
+    """The adjoint of a list grown with ``append`` plus a contribution to it (``np.stack(out)``'s):
+    a list, popped entry by entry in the backward sweep. An empty one is zero."""
+    contribution = list(contribution)
+    if not bar:
+        return contribution
+    if len(bar) != len(contribution):
+        raise ValueError(f"adjoints of lists of {len(bar)} and {len(contribution)} entries do not add up")
+    return [a + b for a, b in zip(bar, contribution)]
+
+
+def _displayed(x):
+    """A list or tuple given to NumPy in place of an array (``np.max([a, b])``), as the array NumPy makes."""
+    return np.asarray(x) if isinstance(x, (list, tuple)) else x
+
+
+def _has_complex(x) -> bool:
+    return any(_has_complex(v) if isinstance(v, (list, tuple)) else np.iscomplexobj(v) for v in x)
 
 
 def _expand(g, x, axis, keepdims):
@@ -112,6 +140,7 @@ def mean_grad(g, x, axis=None, keepdims=False):
 
 def extremum_grad(g, x, ans, axis=None, keepdims=False):
     """Adjoint of max/min: shared equally among the positions that attain it."""
+    x = _displayed(x)
     if not isinstance(x, np.ndarray):
         return unbroadcast(g, x)
     hit = (x == _expand(ans, x, axis, keepdims)).astype(np.float64)
@@ -121,6 +150,7 @@ def extremum_grad(g, x, ans, axis=None, keepdims=False):
 
 def prod_grad(g, x, ans, axis=None, keepdims=False):
     """Adjoint of prod: ``g * ans / x``, or the product of the others where ``x`` is zero."""
+    x = _displayed(x)
     if not isinstance(x, np.ndarray):
         return unbroadcast(g, x)
     g, ans = _expand(g, x, axis, keepdims), _expand(ans, x, axis, keepdims)
@@ -432,6 +462,7 @@ def transpose(x, axes=None):
 
 def prod_grad_grad(u, g, x, axis=None, keepdims=False):
     """``g`` times prod's Hessian at ``x`` applied to ``u``: the adjoint of ``x`` in ``prod_grad`` (exact at zeros)."""
+    x = _displayed(x)
     if not isinstance(x, np.ndarray):
         return 0.0  # the product of one number is the number: no second derivative
     u, zero = np.asarray(u), x == 0
@@ -1024,6 +1055,7 @@ def sinc_derivative(n, x):
 def prod_grad3(v, u, g, x, axis=None, keepdims=False):
     """``g`` times prod's third derivative at ``x`` applied to ``v`` and ``u``: the adjoint of ``x``
     in ``prod_grad_grad(u, g, x)``; exact where ``x`` has zeros (no division)."""
+    x = _displayed(x)
     if not isinstance(x, np.ndarray):
         return 0.0
     axes = tuple(range(np.ndim(x))) if axis is None else tuple(a % np.ndim(x) for a in np.atleast_1d(axis))

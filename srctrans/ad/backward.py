@@ -94,6 +94,12 @@ class BackwardSweep:
         if name in self.pending:  # restarted just before: this contribution is its start
             del self.pending[name]
             self.emit(f"{bar} = {expr}", depth)
+        elif name in self.started and name in self.lists:  # entry by entry (+ would join the lists)
+            start = self.list_starts.get(name)
+            if start is not None:  # (an empty list of the entries' type: Numba must know it)
+                index, text = start
+                self.lines[index] = text.replace(" = []", f" = rt.empty_list_like({name})")
+            self.emit(f"{bar} = rt.add_list_adjoints({bar}, {expr})", depth)
         elif name in self.started:
             self.emit(f"{bar} = {bar} + {expr}", depth)
         else:
@@ -111,6 +117,8 @@ class BackwardSweep:
                 continue  # its first contribution starts it, on the paths where it exists
             if self.seed_param and self.bar(n) == self.seed_param:
                 continue  # the cotangent passed in is this adjoint's start
+            if n in self.lists:
+                self.list_starts[n] = (len(self.lines), "    " * depth + f"{self.bar(n)} = []")
             self.emit(f"{self.bar(n)} = []" if n in self.lists else f"{self.bar(n)} = rt.zeros_like({n})", depth)
             self.started.add(n)
 

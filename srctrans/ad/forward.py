@@ -793,7 +793,7 @@ def tangent_functions(entry, by_fn: dict, transform, np_name: str, params_meta, 
     from ..normal_form import at_line, desugared, normalize, resolver
 
     names: dict[tuple[int, tuple[str, ...]], str] = {}
-    queue: list[tuple[Any, tuple[str, ...]]] = []
+    queue: list[tuple[Any, tuple[str, ...], tuple]] = []
     taken: set[str] = {u.emit_name for u in by_fn.values()}
 
     def callee_jvp(fn, active: tuple[str, ...]) -> str | None:
@@ -810,7 +810,7 @@ def tangent_functions(entry, by_fn: dict, transform, np_name: str, params_meta, 
                 name = f"{base}_{k}"
             taken.add(name)
             names[key] = name
-            queue.append((unit, active))
+            queue.append((unit, active, key))
         return names[key]
 
     def custom_rule(obj) -> str | None:
@@ -834,10 +834,10 @@ def tangent_functions(entry, by_fn: dict, transform, np_name: str, params_meta, 
     out = []
     done = 0
     while done < len(queue):
-        unit, active = queue[done]
+        unit, active, key = queue[done]
         done += 1
         node = normalize(unit, desugared(unit, np_name), namespace)
-        name = names[(id(unit.pf.captured.fn), active)]
+        name = names[key]
         node = clean_signature(node, name)
         out.append(run(unit, node, active, name))
     return out, tangents

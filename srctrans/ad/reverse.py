@@ -107,6 +107,7 @@ class Reverse(Operations, Saves, BackwardSweep):
         self.trip: dict[int, str] = {}  # id(loop) -> the trip number that indexes its preallocated tapes
         self.bar_names: dict[str, str] = {}
         self.started: set[str] = set()  # adjoints written so far (for first-assignment)
+        self.list_starts: dict[str, tuple[int, str]] = {}  # where the adjoint of a list of appends starts as []
         self.lines: list[str] = []
         self.seed_param = ""
         self.branch_if: dict[int, int] = {}  # block -> the ``if`` statement it is a branch of

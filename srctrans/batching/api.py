@@ -26,6 +26,7 @@ import numpy as np
 from .. import faces
 from .. import runtime as rt
 from ..config import config
+from ..errors import SrcTransError
 from ..subclasses import plain_leaves
 from ..tree import tree_flatten, tree_unflatten
 
@@ -160,7 +161,10 @@ class VMapped:
 
             if self._jit is None and fn._compile:
                 self._jit = {k: v for k, v in fn._init_options.items() if not k.startswith("_")}
-            self._base = adjoint_function(fn)
+            try:
+                self._base = adjoint_function(fn)
+            except SrcTransError as err:  # (pytree arguments: their structure's file is made at the call)
+                self._base = _Unavailable(fn, err)
             self._one_tuple = not fn._single and len(fn._wrt) == 1
         elif isinstance(fn, Jitted):
             if self._jit is None and fn._compile:
@@ -184,20 +188,44 @@ class VMapped:
 
     # --- structure -------------------------------------------------------------------
 
-    def _batched_base(self) -> Callable:
+    def _batched_base(self, trees: dict | None = None) -> Callable:
         """The function this level batches when it runs: of a grad, the adjoint file whose range
         loops save on preallocated tapes, which vmap batches (``_base``, the one other
-        transformations differentiate, pushes and pops its tapes)."""
+        transformations differentiate, pushes and pops its tapes); for pytree arguments of the
+        structures ``trees``, that structure's file (:func:`srctrans.nesting.adjoint_function`)."""
         from ..api import Grad
 
         if not isinstance(self._fn, Grad):
             return self._base  # type: ignore[return-value]
-        found = self.__dict__.get("_indexed_base")
+        key = ("_indexed_base", tuple(sorted((trees or {}).items())))
+        found = self.__dict__.get(key)
         if found is None:
             from ..nesting import adjoint_function
 
-            found = self.__dict__["_indexed_base"] = adjoint_function(self._fn, indexed=True)
+            found = self.__dict__[key] = adjoint_function(self._fn, indexed=True, trees=trees)
         return found
+
+    def _structured_base(self, trees: dict) -> Callable:
+        """Of a grad, the adjoint file (tapes pushed and popped) for pytree arguments ``trees``."""
+        from ..api import Grad
+
+        if not isinstance(self._fn, Grad):
+            return self._base  # type: ignore[return-value]
+        key = ("_base", tuple(sorted(trees.items())))
+        found = self.__dict__.get(key)
+        if found is None:
+            from ..nesting import adjoint_function
+
+            found = self.__dict__[key] = adjoint_function(self._fn, trees=trees)
+        return found
+
+    def _trees(self, args: tuple, treedefs: list) -> dict:
+        """The structures of the arguments that are pytrees (not single leaves)."""
+        return {
+            name: treedef
+            for name, a, treedef in zip(self._params, args, treedefs)
+            if treedef.num_leaves != 1 or tree_flatten(a)[0][0] is not a
+        }
 
     def _chain(self) -> list[VMapped]:
         levels: list[VMapped] = [self]
@@ -615,11 +643,16 @@ class VMapped:
             options.update({k: self._jit[k] for k in options if k in self._jit})
         specs = [None] * len(levels)
         fn: Callable = levels[-1]._base  # type: ignore[assignment]
+        if isinstance(fn, _Unavailable) and not self._trees(args, treedefs):
+            raise fn.error
+        trees = self._trees(args, treedefs)
         if not compiled_loop:  # (Numba's loop over the examples keeps tapes pushed and popped: a
             # preallocated tape takes its type from the first trip, and a value may change type)
-            fn = levels[-1]._batched_base()
+            fn = levels[-1]._batched_base(trees)
+        elif trees:
+            fn = levels[-1]._structured_base(trees)
         if self._jit is not None:
-            fn = _compiled_grad(levels[-1], options, fn)
+            fn = _compiled_grad(levels[-1], options, fn, trees)
         for index in range(len(levels) - 1, -1, -1):
             level = levels[index]
             flags, ranks, size = per_level[index]
@@ -828,7 +861,21 @@ def _array(v: Any) -> Any:
     return np.asarray(v)
 
 
-def _compiled_grad(level: VMapped, options: dict, base: Callable) -> Callable:
+class _Unavailable:
+    """A grad's adjoint file that could not be made without knowing its arguments' structures:
+    its signature (the user's function's), and the error to raise where it is needed as it is."""
+
+    def __init__(self, fn, error: Exception) -> None:
+        self.error = error
+        self.__signature__ = inspect.signature(fn)
+        self.__name__ = getattr(fn, "__name__", "grad")
+        self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
+
+    def __call__(self, *args, **kwargs):
+        raise self.error
+
+
+def _compiled_grad(level: VMapped, options: dict, base: Callable, trees: dict | None = None) -> Callable:
     """Under ``jit(vmap(grad(f)))``, the adjoint file Numba compiles: where ``f`` calls
     transformations (``srctrans.vmap(g, ...)(x)``), that file loops over their examples instead of
     calling their uncompiled vjp (see :mod:`srctrans.nested_calls`); else the level's function."""
@@ -838,7 +885,7 @@ def _compiled_grad(level: VMapped, options: dict, base: Callable) -> Callable:
     fn = level._fn
     if not isinstance(fn, Grad) or fn._compile or not calls_transformations(fn._fn):
         return base
-    return adjoint_function(Grad(fn._fn, **fn._grad_args, jit_options=options))
+    return adjoint_function(Grad(fn._fn, **fn._grad_args, jit_options=options), trees=trees)
 
 
 faces.register(vmap=vmap, VMapped=VMapped)

@@ -20,6 +20,11 @@ Output contract (what holds after this pass, and nothing else changes):
    ``np.r_[a, 0:3]`` -> ``np.concatenate((np.atleast_1d(a), np.arange(0, 3)))``,
    ``np.c_[a, b]`` -> ``np.concatenate((rt.c_column(a), rt.c_column(b)), axis=-1)``
    (``lo:hi:nj`` is ``np.linspace(lo, hi, n)``); a string directive stays as written.
+8. A list or tuple display given to NumPy where it takes array data is an array:
+   ``np.max([a * 2, b])`` -> ``np.max(np.array([a * 2, b]))``. Those places are a ufunc's
+   inputs, the first argument of the functions in :data:`DATA_FIRST` and every positional
+   argument of those in :data:`DATA_ALL` (never a shape, an axis or reps). NumPy makes
+   that array itself; written out, every transformation (and Numba) reads one array.
 
 Every statement keeps its leading comments; a statement that becomes several
 gives them to the first.
@@ -38,6 +43,16 @@ METHOD_FUNCTIONS: frozenset[str] = frozenset(
 # Not clip, round or diagonal: np.clip and np.round call an object's own method with NumPy's
 # keywords (out=, decimals=) and np.diagonal never calls it, so a class of the user's with
 # such a method would get NumPy's meaning instead of its own.
+
+
+# NumPy functions whose first argument is array data (a display there is an array to NumPy) ...
+DATA_FIRST: frozenset[str] = frozenset(
+    """sum mean max min amax amin prod std var median average nansum nanmean nanmax nanmin nanprod nanstd
+    nanvar nanmedian cumsum cumprod sort ptp clip diff flip trace all any argmax argmin linalg.norm real imag
+    around round""".split()
+)
+# ... and those all of whose positional arguments are.
+DATA_ALL: frozenset[str] = frozenset("dot matmul inner outer vdot where kron cross convolve".split())
 
 
 def _is_simple(node: cst.BaseExpression) -> bool:
@@ -59,6 +74,9 @@ class Desugar(cst.CSTTransformer):
         out = self._positional_out(updated)
         if out is not None:
             return out
+        arrays = self._display_arrays(updated)
+        if arrays is not None:
+            return arrays
         func = updated.func
         if (
             isinstance(func, cst.Attribute)
@@ -72,6 +90,51 @@ class Desugar(cst.CSTTransformer):
                 args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
             return updated.with_changes(func=new_func, args=[*args, *updated.args])
         return updated
+
+    def _numpy_function(self, func: cst.BaseExpression) -> str | None:
+        """``"sum"`` for ``np.sum``, ``"linalg.norm"`` for ``np.linalg.norm``; None for anything else."""
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == self.np_name:
+            return func.attr.value
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Attribute)
+            and isinstance(func.value.value, cst.Name)
+            and func.value.value.value == self.np_name
+            and func.value.attr.value == "linalg"
+        ):
+            return f"linalg.{func.attr.value}"
+        return None
+
+    def _display_arrays(self, updated: cst.Call) -> cst.Call | None:
+        """``np.max([a, b])`` -> ``np.max(np.array([a, b]))`` where NumPy takes array data (rule 8)."""
+        import numpy as np
+
+        name = self._numpy_function(updated.func)
+        if name is None:
+            return None
+        positional = [i for i, a in enumerate(updated.args) if a.keyword is None and not a.star]
+        ufunc = getattr(np, name, None)
+        if isinstance(ufunc, np.ufunc):
+            data = positional[: ufunc.nin]
+        elif name in DATA_FIRST:
+            data = positional[:1]
+        elif name in DATA_ALL:
+            data = positional
+        else:
+            return None
+        args = list(updated.args)
+        changed = False
+        for i in data:
+            value = args[i].value
+            if isinstance(value, (cst.List, cst.Tuple)) and value.elements and not any(
+                isinstance(e, cst.StarredElement) for e in value.elements
+            ):
+                if isinstance(value, cst.Tuple):  # (np.array of a list display: the form every transformation reads)
+                    value = cst.List(list(value.elements))
+                array = cst.Call(cst.Attribute(cst.Name(self.np_name), cst.Name("array")), [cst.Arg(value)])
+                args[i] = args[i].with_changes(value=array)
+                changed = True
+        return updated.with_changes(args=args) if changed else None
 
     def _positional_out(self, updated: cst.Call) -> cst.Call | None:
         """``np.add(a, b, out=c)`` -> ``np.add(a, b, c)`` for a NumPy ufunc given all its inputs

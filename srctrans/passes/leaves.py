@@ -23,9 +23,15 @@ Output contract of :func:`leaves` (and nothing else changes):
    ``W, b = t3``). A temporary of an earlier pass assigned once to a part is an alias too.
    An alias's assignment is removed: its comments go to the next statement when that has
    none, and a block left empty holds ``pass``.
-3. Any other use of a part that is a container raises the error built by ``error``:
-   passing it to a function, returning it, looping over it, a non-constant or missing
-   key, a slice, unpacking a dict, writing into it or assigning to its name.
+3. A part made of tuples and lists alone (and its leaves) used as a whole value (passed to a
+   function, returned, put in a display) is *rebuilt*: the function begins with one
+   assignment per such part, a tuple display of its children, under the argument's own
+   name for the whole argument (``params = (params_0, params_1)``) and a fresh name for a
+   part of it, and the use reads that name. A container the function makes itself is an
+   ordinary value for every transformation; so the rebuilt one is.
+4. Any other use of a part that is a container raises the error built by ``error``:
+   looping over it, a non-constant or missing key, a slice, using a dict or namedtuple as
+   a whole, unpacking a dict, writing into it or assigning to its name.
 
 Output contract of :func:`results`: when a ``return`` gives (directly, or through a name
 assigned once to a display and read only there) a list or dict display, every ``return``
@@ -51,8 +57,11 @@ from ..tree import PyTreeDef
 from .anf import ANF, is_atom
 
 Error = Callable[[cst.CSTNode, str, str], Exception]
+# (callee name, [(keyword or None, the container part given or None) per argument], the call)
+#   -> (name of the callee's version taking those parts as leaves, [its leaf parameters per argument]) or None
+Specialize = Callable[[str, list, cst.Call], "tuple[str, list[list[str] | None]] | None"]
 
-__all__ = ["Part", "check_leaves", "check_results", "leaves", "part_of", "results"]
+__all__ = ["Part", "check_leaves", "check_results", "leaves", "part_of", "results", "tuples_alone"]
 
 
 # --- the parts of a pytree argument -------------------------------------------------------------
@@ -68,6 +77,13 @@ class Part:
     leaf: str | None = None
     keys: tuple = ()  # dict keys (sorted) or namedtuple fields
     children: tuple[Part, ...] = ()
+    tree: PyTreeDef | None = None  # the structure of this part
+
+    def leaves(self) -> list[str]:
+        """The leaf parameters of this part, in flattening order."""
+        if self.kind == "leaf":
+            return [self.leaf]
+        return [name for child in self.children for name in child.leaves()]
 
     @property
     def is_container(self) -> bool:
@@ -87,19 +103,20 @@ def part_of(name: str, treedef: PyTreeDef, leaf_names: list[str]) -> Part:
 
     def build(label: str, td: PyTreeDef) -> Part:
         if td.is_leaf():
-            return Part(label, "leaf", name, leaf=next(names))
+            return Part(label, "leaf", name, leaf=next(names), tree=td)
         kind, aux = td.node_data()
         if kind is type(None):
-            return Part(label, "none", name)
+            return Part(label, "none", name, tree=td)
         kids = td.children()
         if kind is dict:
             children = tuple(build(f"{label}[{k!r}]", c) for k, c in zip(aux, kids))
-            return Part(label, dict, name, keys=aux, children=children)
+            return Part(label, dict, name, keys=aux, children=children, tree=td)
         if kind in (tuple, list):
-            return Part(label, kind, name, children=tuple(build(f"{label}[{i}]", c) for i, c in enumerate(kids)))
+            children = tuple(build(f"{label}[{i}]", c) for i, c in enumerate(kids))
+            return Part(label, kind, name, children=children, tree=td)
         fields = tuple(kind._fields)
         children = tuple(build(f"{label}.{f}", c) for f, c in zip(fields, kids))
-        return Part(label, kind, name, keys=fields, children=children)
+        return Part(label, kind, name, keys=fields, children=children, tree=td)
 
     return build(name, treedef)
 
@@ -129,10 +146,12 @@ class _Refused(Exception):
 _READ_HINT = "read the leaves you need with constant keys (W = params['W']) or unpack it (W, b = params)"
 
 
-def _child(part: Part, node: cst.Subscript) -> Part:
+def _child(part: Part, node: cst.Subscript, cache: dict) -> Part:
     """``part[key]`` for a constant key; raises :class:`_Refused` for anything else."""
     if part.kind == "none":
         raise _Refused(node, f"{part.label} is None and cannot be indexed", "check the structure of the argument")
+    if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Slice) and part.kind in (tuple, list):
+        return _sliced(part, node, node.slice[0].slice, cache)
     if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         raise _Refused(node, f"slices of {part.label} ({part.describe()}) are not supported", _READ_HINT)
     key = _constant(node.slice[0].slice.value)
@@ -153,6 +172,31 @@ def _child(part: Part, node: cst.Subscript) -> Part:
     if not -n <= key < n:
         raise _Refused(node, f"index {key} is out of range for {part.label} ({part.describe()})", "check the structure of the argument")
     return part.children[key]
+
+
+def _sliced(part: Part, node: cst.Subscript, sl: cst.Slice, cache: dict) -> Part:
+    """``part[a:b:c]`` with constant bounds: a part of the same kind holding those children (one per slice)."""
+    bounds = []
+    for bound in (sl.lower, sl.upper, sl.step):
+        value = None if bound is None or (isinstance(bound, cst.Name) and bound.value == "None") else _constant(bound)
+        if value is _NO_CONSTANT or not (value is None or isinstance(value, int)):
+            raise _Refused(
+                node,
+                f"{part.label} ({part.describe()}) can only be sliced with constants: srctrans passes it as its leaves",
+                "write the bounds out (params[:-1], params[1:])",
+            )
+        bounds.append(value)
+    if bounds[2] == 0:
+        raise _Refused(node, f"slice step cannot be zero in a slice of {part.label}", "use a step other than 0")
+    key = (id(part), *bounds)
+    found = cache.get(key)
+    if found is None:
+        text = ":".join("" if b is None else str(b) for b in bounds[:2]) + ("" if bounds[2] is None else f":{bounds[2]}")
+        children = part.children[slice(*bounds)]
+        tree = PyTreeDef(part.kind, None, tuple(c.tree for c in children))
+        found = Part(f"{part.label}[{text}]", part.kind, part.root, children=children, tree=tree)
+        cache[key] = found
+    return found
 
 
 # --- reading a pytree argument through its leaves ------------------------------------------------
@@ -224,6 +268,10 @@ class _Leaves(cst.CSTTransformer):
         self.skip: set[int] = set()  # Name nodes that are not reads (attribute names, keywords)
         self.statements: dict[int, tuple[cst.CSTNode, list[cst.BaseSmallStatement]]] = {}
         self.removed: set[int] = set()
+        self.rebuilt: dict[int, tuple[Part, str]] = {}  # parts used whole: (part, the name holding it), children first
+        self.fresh: NameGen | None = None
+        self.slices: dict[tuple, Part] = {}  # constant slices of parts, one Part each
+        self.specialize: Specialize | None = None
 
     # --- what an expression is -------------------------------------------------------------
 
@@ -233,7 +281,7 @@ class _Leaves(cst.CSTTransformer):
             return self.names.get(expr.value)
         if isinstance(expr, cst.Subscript):
             base = self.resolve(expr.value)
-            return None if base is None or base.kind == "leaf" else _child(base, expr)
+            return None if base is None or base.kind == "leaf" else _child(base, expr, self.slices)
         if isinstance(expr, cst.Attribute):
             base = self.resolve(expr.value)
             if base is None or base.kind == "leaf":
@@ -373,6 +421,36 @@ class _Leaves(cst.CSTTransformer):
         if isinstance(target, cst.StarredElement):
             self._check_target(target.value)
 
+    # --- parts used as a whole ------------------------------------------------------------------
+
+    def rebuilt_name(self, part: Part) -> str:
+        """The name of the tuple rebuilding ``part`` (tuples and lists alone), made once."""
+        found = self.rebuilt.get(id(part))
+        if found is not None:
+            return found[1]
+        for child in part.children:
+            if child.is_container:
+                self.rebuilt_name(child)
+        if part.label == part.root:
+            name = part.root
+        else:
+            stem = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in part.label)
+            name = self.fresh.fresh("_".join(filter(None, stem.split("_"))), numbered=False)
+        self.rebuilt[id(part)] = (part, name)
+        return name
+
+    def rebuild_statements(self) -> list[cst.SimpleStatementLine]:
+        """``name = (leaf, ...)`` for every part used whole, children before their parents."""
+        lines = []
+        for part, name in self.rebuilt.values():
+            elements = []
+            for child in part.children:
+                value = child.leaf if child.kind == "leaf" else "None" if child.kind == "none" else self.rebuilt[id(child)][1]
+                elements.append(cst.Element(cst.Name(value)))
+            display = cst.Tuple(elements) if elements else cst.Tuple([], lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            lines.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], display)]))
+        return lines
+
     # --- traversal ---------------------------------------------------------------------------
 
     def _replace(self, node: cst.CSTNode, new: cst.CSTNode) -> None:
@@ -391,6 +469,9 @@ class _Leaves(cst.CSTTransformer):
                     return False
                 if part.kind == "none":
                     self._replace(node, cst.Name("None"))
+                    return False
+                if tuples_alone(part):
+                    self._replace(node, cst.Name(self.rebuilt_name(part)))
                     return False
                 raise self._whole(node, part)
         return super().on_visit(node)
@@ -421,9 +502,14 @@ class _Leaves(cst.CSTTransformer):
                     raise _Refused(node, f"len({part.label}): {part.label} is None", "check the structure of the argument")
                 self._replace(node, cst.Integer(str(len(part.children))))
                 return False
+        if self.specialize is not None and isinstance(func, cst.Name):
+            made = self._specialized_call(node)
+            if made is not None:
+                self._replace(node, made)
+                return False
         for arg in node.args:
             part = self._container(arg.value)
-            if part is not None:
+            if part is not None and not tuples_alone(part):
                 raise _Refused(
                     arg,
                     f"passing {part.label} ({part.describe()}) to a function is not supported: "
@@ -432,6 +518,31 @@ class _Leaves(cst.CSTTransformer):
                 )
         return True
 
+    def _specialized_call(self, node: cst.Call) -> cst.Call | None:
+        """``f(params, x)`` of your function ``f`` with a container part: a call of ``f``'s version
+        that takes the part's leaves (``f_leaves(params_W, params_b, x)``), or None."""
+        given: list[tuple[str | None, Part | None]] = []
+        for arg in node.args:
+            if arg.star:
+                return None
+            part = self._container(arg.value)
+            given.append((arg.keyword.value if arg.keyword is not None else None, part))
+        if all(part is None for _, part in given):
+            return None
+        found = self.specialize(node.func.value, given, node)
+        if found is None:
+            return None
+        name, callee_leaves = found
+        args: list[cst.Arg] = []
+        for arg, (keyword, part), names in zip(node.args, given, callee_leaves):
+            if part is None:
+                args.append(arg.with_changes(value=arg.value.visit(self), comma=cst.MaybeSentinel.DEFAULT))
+                continue
+            for leaf, callee_leaf in zip(part.leaves(), names):
+                kw = cst.Name(callee_leaf) if keyword is not None else None
+                args.append(cst.Arg(cst.Name(leaf), keyword=kw, equal=cst.AssignEqual() if kw else cst.MaybeSentinel.DEFAULT))
+        return node.with_changes(func=cst.Name(name), args=args)
+
     def _loop(self, target: cst.BaseExpression, it: cst.BaseExpression) -> None:
         self._check_target(target)
         part = self._container(it)
@@ -439,7 +550,8 @@ class _Leaves(cst.CSTTransformer):
             raise _Refused(
                 it,
                 f"looping over {part.label} ({part.describe()}) is not supported: srctrans passes it as its leaves",
-                "write the loop out with constant indices (params[0], params[1]) or unpack it (a, b = params)",
+                "a loop over a pytree argument is written out once per entry, so it cannot hold break, continue "
+                "or else, nor assign its target; write it out with constant indices (params[0], params[1])",
             )
 
     def visit_For(self, node: cst.For) -> None:
@@ -582,6 +694,133 @@ class _Leaves(cst.CSTTransformer):
         return updated.with_changes(body=body)
 
 
+class _Unroll(cst.CSTTransformer):
+    """``for target in part:`` (also ``enumerate(part)``) written out once per entry of the part.
+
+    Each copy begins with ``target = part[k]`` (``i = k`` first for enumerate), which the
+    leaves pass then reads as any constant-key read. A target naming a container entry is
+    renamed in every copy but the last (``layer``, ``layer_1`` ...), so that each name is
+    assigned once. Loops with ``break``, ``continue`` or ``else``, or whose body assigns the
+    target, are left for the leaves pass to refuse.
+    """
+
+    def __init__(self, leaves: _Leaves, builtins: frozenset[str]) -> None:
+        super().__init__()
+        self.leaves = leaves
+        self.builtins = builtins
+        self.unrolled = False
+        self.changed: list[bool] = []  # per node being visited: whether something below it changed
+
+    # Unchanged nodes are kept (not copies), so that what the leaves pass refuses is still located.
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.changed.append(False)
+        return super().on_visit(node)
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        changed = self.changed.pop()
+        result = super().on_leave(original, updated)
+        if result is updated and not changed:
+            result = original
+        if result is not original and self.changed:
+            self.changed[-1] = True
+        return result
+
+    def leave_For(self, original: cst.For, updated: cst.For):
+        it, counted = updated.iter, False
+        if (
+            isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate"
+            and "enumerate" in self.builtins and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star
+        ):
+            it, counted = it.args[0].value, True
+        part = self.leaves._try(it)
+        if part is None or part.kind not in (tuple, list) or updated.orelse is not None or updated.asynchronous:
+            return updated
+        target = updated.target
+        if counted:
+            if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+                return updated
+            count_target, target = target.elements[0].value, target.elements[1].value
+        if _breaks(updated.body) or _target_names(target) is None or _names_in_targets(updated.body) & {
+            n.value for n in _target_names(target) + ([count_target] if counted and isinstance(count_target, cst.Name) else [])
+        }:
+            return updated
+        body = list(updated.body.body) if isinstance(updated.body, cst.IndentedBlock) else [
+            cst.SimpleStatementLine(list(updated.body.body))
+        ]
+        made: list[cst.BaseStatement] = []
+        n = len(part.children)
+        for k, child in enumerate(part.children):
+            this_target, copy = target, body
+            if isinstance(target, cst.Name) and child.is_container and k < n - 1:
+                new = self.leaves.fresh.fresh(target.value, numbered=True)
+                this_target = cst.Name(new)
+                copy = [stmt.visit(_Rename({target.value: new})) for stmt in body]
+            read = cst.Subscript(it.with_changes(lpar=[], rpar=[]) if isinstance(it, cst.Name) else it, [
+                cst.SubscriptElement(cst.Index(cst.Integer(str(k))))
+            ])
+            lines = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(this_target)], read)])]
+            if counted:
+                lines.insert(0, cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(count_target)], cst.Integer(str(k)))]))
+            lines[0] = lines[0].with_changes(leading_lines=updated.leading_lines)  # each copy under the loop's line
+            made += lines + list(copy)
+        self.unrolled = True
+        if not made:
+            return cst.SimpleStatementLine([cst.Pass()], leading_lines=updated.leading_lines)
+        return cst.FlattenSentinel(made)
+
+
+class _Rename(cst.CSTTransformer):
+    def __init__(self, mapping: dict[str, str]) -> None:
+        super().__init__()
+        self.mapping = mapping
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        return updated.with_changes(attr=original.attr)  # (an attribute's own name is not a variable)
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        return updated.with_changes(keyword=original.keyword)
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        return updated.with_changes(value=self.mapping.get(updated.value, updated.value))
+
+
+def _breaks(body: cst.CSTNode) -> bool:
+    """Whether ``body`` holds a ``break`` or ``continue`` of its own loop (not of a loop inside it)."""
+
+    class V(cst.CSTVisitor):
+        found = False
+
+        def visit_For(self, node: cst.For) -> bool:
+            return False
+
+        def visit_While(self, node: cst.While) -> bool:
+            return False
+
+        def visit_Break(self, node: cst.Break) -> None:
+            V.found = True
+
+        def visit_Continue(self, node: cst.Continue) -> None:
+            V.found = True
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+    v = V()
+    body.visit(v)
+    return V.found
+
+
+def _names_in_targets(body: cst.CSTNode) -> set[str]:
+    return {name for name, count in _binding_counts(body).items() if count}
+
+
+def tuples_alone(part: Part) -> bool:
+    """Whether ``part`` is made of tuples and lists (and leaves and Nones) alone."""
+    if part.kind in ("leaf", "none"):
+        return True
+    return part.kind in (tuple, list) and all(tuples_alone(c) for c in part.children)
+
+
 def _elements(value: cst.BaseExpression, displays: dict[str, cst.BaseExpression]) -> list[cst.BaseExpression] | None:
     """The elements of a tuple/list display, given directly or as a temporary holding one."""
     if isinstance(value, cst.Name) and value.value in displays:
@@ -616,16 +855,50 @@ def _names_in(expr: cst.CSTNode) -> set[str]:
     return found
 
 
-def _run_leaves(node, parts: dict[str, Part], len_builtin: bool, error: Error, user_names: frozenset[str] | None):
+def _run_leaves(
+    node, parts: dict[str, Part], len_builtin: bool, error: Error, user_names: frozenset[str] | None,
+    builtins: frozenset[str] = frozenset(), specialize: Specialize | None = None,
+):
     params = frozenset(params_of(node))
     visitor = _Leaves(parts, params, len_builtin, user_names)
+    visitor.specialize = specialize
+    visitor.fresh = NameGen(scan(node).all | {p.leaf for part in parts.values() for p in _all_parts(part) if p.leaf})
     try:
         visitor.find_aliases(node.body)
-        return node.with_changes(body=node.body.visit(visitor))
+        unroll = _Unroll(visitor, builtins)
+        body = node.body.visit(unroll)
+        if unroll.unrolled:
+            visitor.find_aliases(body)
+        body = body.visit(visitor)
     except _Refused as err:
         exc = error(err.node, err.message, err.hint)
         exc.pytree_argument = err.root or _root_in(err.node, visitor.names)
         raise exc from None
+    made = visitor.rebuild_statements()
+    if made and isinstance(body, cst.IndentedBlock):
+        first = body.body[0]
+        doc = _is_docstring(first)
+        at = 1 if doc else 0
+        if not doc and first.leading_lines:  # the first statement's origin comment stays above what is made
+            made[0] = made[0].with_changes(leading_lines=first.leading_lines)
+            body = body.with_changes(body=[first.with_changes(leading_lines=[]), *body.body[1:]])
+        body = body.with_changes(body=[*body.body[:at], *made, *body.body[at:]])
+    return node.with_changes(body=body)
+
+
+def _is_docstring(stmt: cst.BaseStatement) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _all_parts(part: Part):
+    yield part
+    for child in part.children:
+        yield from _all_parts(child)
 
 
 def _root_in(node: cst.CSTNode, names: dict[str, Part]) -> str | None:
@@ -636,24 +909,29 @@ def _root_in(node: cst.CSTNode, names: dict[str, Part]) -> str | None:
     return None
 
 
-def check_leaves(node: cst.FunctionDef | cst.Lambda, parts: dict[str, Part], len_builtin: bool, error: Error) -> None:
+def check_leaves(
+    node: cst.FunctionDef | cst.Lambda, parts: dict[str, Part], len_builtin: bool, error: Error,
+    builtins: frozenset[str] = frozenset(), specialize: Specialize | None = None,
+) -> None:
     """Raise ``error(node, message, hint)`` at the first use of a pytree argument :func:`leaves` refuses.
 
     The raised error's ``pytree_argument`` names the argument concerned.
     """
-    _run_leaves(node, parts, len_builtin, error, None)
+    _run_leaves(node, parts, len_builtin, error, None, builtins, specialize)
 
 
 def leaves(
-    node: cst.FunctionDef, parts: dict[str, Part], len_builtin: bool, error: Error, user_names: frozenset[str]
+    node: cst.FunctionDef, parts: dict[str, Part], len_builtin: bool, error: Error, user_names: frozenset[str],
+    builtins: frozenset[str] = frozenset(), specialize: Specialize | None = None,
 ) -> cst.FunctionDef:
     """Rewrite the reads of the pytree arguments ``parts`` (name -> :class:`Part`) into reads of leaves.
 
-    ``len_builtin`` says whether ``len`` is Python's own here; ``user_names`` are the names of
+    ``len_builtin`` says whether ``len`` is Python's own here, ``builtins`` which other names
+    are (a loop over ``enumerate(part)`` is written out only when it is); ``user_names`` are the names of
     the user's function (any other name is a temporary of an earlier pass, assigned once).
     The parameters themselves are left for the caller to replace.
     """
-    return _run_leaves(node, parts, len_builtin, error, user_names)
+    return _run_leaves(node, parts, len_builtin, error, user_names, builtins, specialize)
 
 
 # --- results: list and dict displays returned become tuples ---------------------------------------

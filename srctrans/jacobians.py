@@ -133,6 +133,7 @@ def _jacobian_wrapper(jacobian: Callable, fn: Callable, state: dict, remake: Cal
             raise ValueError("call the Jacobian once so srctrans knows the shapes of its arguments")
         return state["vmapped"].source_path()
 
+    jacobian._srctrans_jacobian = (fn, state)  # (what jacfwd/jacrev of this Jacobian reads)
     jacobian._srctrans_jit = _srctrans_jit
     jacobian._srctrans_state = state  # "vmapped": the VMapped that ran; "python_loop": the last resort taken
     jacobian.source_path = source_path
@@ -151,7 +152,9 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     pytrees (the result nests the inputs' structure in the output's). ``argnums`` a tuple
     gives a tuple per output leaf. With ``has_aux`` the result is ``(jacobian, aux)``.
     """
-    state: dict[str, Any] = {}
+    if getattr(fn, "_srctrans_jacobian", None) is not None:
+        return _jacobian_of_jacobian(fn, argnums, has_aux, "jacfwd")
+    state: dict[str, Any] = {"argnums": argnums, "has_aux": has_aux}
 
     def jacobian(*args):
         target, _ = (fn, None) if not isinstance(fn, Jitted) else (fn._fn, None)
@@ -187,6 +190,61 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
         return (jac, aux) if has_aux else jac
 
     return _jacobian_wrapper(jacobian, fn, state, lambda f: jacfwd(f, argnums=argnums, has_aux=has_aux))
+
+
+def _jacobian_of_jacobian(inner: Callable, argnums, has_aux: bool, who: str) -> Callable:
+    """``jacfwd``/``jacrev`` of a Jacobian of ``f`` (any of the four pairs): every second derivative
+    ``f''(x)[e_i, e_j]`` at once, by ``vmap`` over the pairs of basis vectors of the tangent file
+    of ``f``'s tangent file (forward over forward; the blocks are the same whichever mode JAX's
+    pair names). Shape ``out.shape + in_inner.shape + in_outer.shape``, as JAX's."""
+    fn, inner_state = inner._srctrans_jacobian
+    if "argnums" not in inner_state:
+        raise TypeError(f"{who} of a Jacobian of a Jacobian (third derivatives) is not supported yet")
+    return _second_jacobian(fn, inner_state["argnums"], inner_state["has_aux"], argnums, has_aux, who)
+
+
+def _second_jacobian(fn: Callable, inner_argnums, inner_aux: bool, argnums, has_aux: bool, who: str) -> Callable:
+    """The Jacobian (``argnums``) of the Jacobian (``inner_argnums``) of ``fn``; see :func:`_jacobian_of_jacobian`."""
+    from .nesting import tangent_function
+
+    if has_aux or inner_aux or not isinstance(argnums, int) or not isinstance(inner_argnums, int):
+        raise TypeError(
+            f"{who} of a Jacobian is supported for one argument number each (argnums=k) without has_aux; "
+            "for more, differentiate srctrans.grad or srctrans.jvp of your function"
+        )
+    compiled = isinstance(fn, Jitted) and fn._compile
+    user = fn._fn if isinstance(fn, Jitted) else fn
+    state: dict[str, Any] = {}
+
+    def jacobian(*args):
+        visible = visible_params(user)
+        refuse_complex(who, visible, args)
+        _, (ka,) = _jacobian_args(who, inner_argnums, visible, args)
+        _, (kb,) = _jacobian_args(who, argnums, visible, args)
+        if any(is_container(a) for a in args):
+            raise TypeError(f"{who} of a Jacobian takes arrays and numbers as arguments, not pytrees, yet")
+        if "vmapped" not in state:
+            first = tangent_function(user, len(visible), wrt=(visible[ka],))
+            second = tangent_function(first, len(visible) + 1, wrt=(visible[kb],))
+            vmapped = VMapped(second, (None,) * len(visible) + (0, 0), 0)
+            state["vmapped"] = jit(vmapped) if compiled else vmapped
+        a, b = np.asarray(args[ka]), np.asarray(args[kb])
+        dtype = np.result_type(leaf_dtype(args[ka]), leaf_dtype(args[kb]))
+        na, nb = a.size, b.size
+        inner = np.repeat(np.eye(na, dtype=dtype).reshape((na,) + a.shape), nb, axis=0)
+        outer = np.tile(np.eye(nb, dtype=dtype).reshape((nb,) + b.shape), (na,) + (1,) * b.ndim)
+        out = state["vmapped"](*args, inner, outer)
+        blocks = out[1][1]
+        if isinstance(blocks, (tuple, list, dict)):
+            raise TypeError(f"{who} of a Jacobian of a function returning a pytree is not supported yet")
+        blocks = np.asarray(blocks)
+        shape = blocks.shape[1:]
+        blocks = np.moveaxis(blocks.reshape((na * nb,) + shape), 0, -1)
+        return blocks.reshape(shape + a.shape + b.shape)
+
+    return _jacobian_wrapper(
+        jacobian, fn, state, lambda f: _second_jacobian(f, inner_argnums, inner_aux, argnums, has_aux, who)
+    )
 
 
 def _jacfwd_batched(run: Tangents, fn: Callable, args: tuple, flat_in: list, state: dict):
@@ -258,14 +316,18 @@ def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     (primals unbatched, cotangents batched), vectorized or looped as :func:`jacfwd`. Same
     shapes and structure as :func:`jacfwd` (``out.shape + in.shape``).
     """
-    state: dict[str, Any] = {}
+    if getattr(fn, "_srctrans_jacobian", None) is not None:
+        return _jacobian_of_jacobian(fn, argnums, has_aux, "jacrev")
+    state: dict[str, Any] = {"argnums": argnums, "has_aux": has_aux}
 
     def jacobian(*args):
         target, compiled = forward_target(fn)
         visible = visible_params(target)
         refuse_complex("jacrev", visible, args)
         single, nums = _jacobian_args("jacrev", argnums, visible, args)
-        out = fn(*args)
+        if "primal" not in state:  # the function's own generated file (x.at[i].set(v) is NumPy there)
+            state["primal"] = Jitted(fn, _compile=False) if inspect.isfunction(fn) else fn
+        out = state["primal"](*args)
         aux = None
         if has_aux:
             out, aux = out

@@ -1,0 +1,106 @@
+"""Transformations of transformations that JAX users write: Jacobians of Jacobians.
+
+``jacfwd(jacfwd(f))``, ``jacrev(jacrev(f))`` and the mixed pairs give every second derivative
+of a vector-valued ``f``: the vmap, over pairs of basis vectors, of the tangent file of ``f``'s
+tangent file. Checked against the Hessian of each output and against central differences of
+the first Jacobian.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srctrans
+
+CODE = """
+import numpy as np
+
+
+def system(x):
+    return np.array([x[0] * x[1], np.sin(x[2]), x[0] ** 2 + x[2] * x[1]])
+
+
+def component(x, k):
+    return system(x)[k]
+
+
+def functional_update(x):
+    y = x.at[1].set(x[0] * 2.0)
+    return y ** 2
+
+
+def mixed(x, w):
+    return np.tanh(w @ x) * x[0]
+"""
+
+X = np.array([0.3, 0.5, 0.7])
+W = np.array([[0.2, -0.4, 0.1], [0.5, 0.3, -0.2]])
+
+
+@pytest.fixture(scope="module")
+def mod(tmp_path_factory):
+    import importlib
+    import sys
+
+    folder = tmp_path_factory.mktemp("compositions")
+    (folder / "compositions_user.py").write_text(CODE)
+    sys.path.insert(0, str(folder))
+    try:
+        yield importlib.import_module("compositions_user")
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("compositions_user", None)
+
+
+def numeric_jacobian(f, x, eps=1e-6):
+    cols = []
+    for k in np.ndindex(np.shape(x)):
+        d = np.zeros_like(x)
+        d[k] = eps
+        cols.append((np.asarray(f(x + d)) - np.asarray(f(x - d))) / (2 * eps))
+    out = np.stack(cols, axis=-1)
+    return out.reshape(out.shape[:-1] + np.shape(x))
+
+
+PAIRS = {
+    "jacfwd(jacfwd)": lambda f: srctrans.jacfwd(srctrans.jacfwd(f)),
+    "jacrev(jacrev)": lambda f: srctrans.jacrev(srctrans.jacrev(f)),
+    "jacfwd(jacrev)": lambda f: srctrans.jacfwd(srctrans.jacrev(f)),
+    "jacrev(jacfwd)": lambda f: srctrans.jacrev(srctrans.jacfwd(f)),
+    "jit(jacfwd(jacrev))": lambda f: srctrans.jit(srctrans.jacfwd(srctrans.jacrev(f))),
+}
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_jacobian_of_a_jacobian(mod, pair):
+    got = PAIRS[pair](mod.system)(X)
+    assert got.shape == (3, 3, 3)
+    first = srctrans.jacfwd(mod.system)
+    np.testing.assert_allclose(got, numeric_jacobian(first, X), atol=1e-7)
+    for k in range(3):  # each output's Hessian
+        hess = srctrans.hessian(mod.component)(X, k)
+        np.testing.assert_allclose(got[k], hess, atol=1e-12)
+
+
+def test_mixed_arguments_and_float32(mod):
+    j = srctrans.jacfwd(srctrans.jacrev(mod.mixed, argnums=1), argnums=0)
+    got = j(X, W)
+    assert got.shape == (2, 2, 3, 3)
+    first = srctrans.jacrev(mod.mixed, argnums=1)
+    np.testing.assert_allclose(got, numeric_jacobian(lambda x: first(x, W), X), atol=1e-7)
+    got32 = srctrans.jacfwd(srctrans.jacfwd(mod.system))(X.astype(np.float32))
+    assert got32.dtype == np.float32
+    np.testing.assert_allclose(got32, srctrans.jacfwd(srctrans.jacfwd(mod.system))(X), atol=1e-6)
+
+
+def test_third_derivatives_say_so(mod):
+    with pytest.raises(TypeError, match="third derivatives"):
+        srctrans.jacfwd(srctrans.jacfwd(srctrans.jacfwd(mod.system)))(X)
+
+
+def test_jacrev_of_a_function_using_at_updates(mod):
+    """jacrev evaluates the function through its generated file, where ``x.at[i].set`` is NumPy."""
+    want = np.array([[2 * X[0], 0.0, 0.0], [8 * X[0], 0.0, 0.0], [0.0, 0.0, 2 * X[2]]])
+    for j in (srctrans.jacrev, srctrans.jacfwd):
+        np.testing.assert_allclose(j(mod.functional_update)(X), want, atol=1e-14)

@@ -20,6 +20,7 @@ from .emit import ModuleSpec, clean_signature, render
 from .errors import SrcTransError, UnsupportedSyntaxError
 from .fence import fence
 from .nested_calls import Nested, loop_node
+from .nesting import function_copy
 from .normal_form import (
     Unit,
     alias_callee,
@@ -98,6 +99,12 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
             if callee is None or callee.trees or callee.pf.captured.kind == "method":
                 return None
             fn = callee.pf.captured.fn
+            grad = nested.grads.get(id(fn))
+            if grad is not None:  # srctrans.grad(f)(params, x) in the body: the grad file of these structures
+                callee = _structured_grad(grad, fn, given)
+                if callee is None:
+                    return None
+                fn = callee.pf.captured.fn
             try:
                 params = list(inspect.signature(fn).parameters.values())
             except (TypeError, ValueError):
@@ -119,7 +126,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
                 clone = Unit(callee.pf, "", dict(callee.bindings), aliases=dict(callee.aliases),
                              defaults=dict(callee.defaults), trees=named)
                 clone.specialize = specializer(clone)
-                token = _version_of(fn, named)
+                token = function_copy(fn, named)
                 clone.emit_name = NameGen(set(namespace)).fresh(f"{callee.emit_name}_leaves", numbered=False)
                 claim_name(namespace, clone.emit_name, "function", token, clone, callee.pf.node)
                 clones[key] = (clone, token)
@@ -146,6 +153,32 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
 
         return specialize
 
+    structured_grads: dict[tuple, Unit] = {}
+
+    def _structured_grad(grad, fn, given: list) -> Unit | None:
+        """The unit of ``grad``'s adjoint file for the pytree parts ``given`` to its call, arguments whole."""
+        from .nesting import adjoint_function
+
+        params = list(inspect.signature(fn).parameters.values())
+        trees = {}
+        for i, (keyword, part) in enumerate(given):
+            if part is not None:
+                p = next((q for q in params if q.name == keyword), None) if keyword is not None else (
+                    params[i] if i < len(params) else None
+                )
+                if p is None:
+                    return None
+                trees[p.name] = part.tree
+        key = (id(grad), tuple(sorted(trees.items(), key=lambda kv: kv[0])))
+        if key not in structured_grads:
+            try:
+                structured = adjoint_function(grad, trees=trees)
+            except TypeError:
+                return None
+            name = NameGen(set(namespace)).fresh(f"{fn.__name__}_grad_of_trees", numbered=False)
+            structured_grads[key] = add(parse_function(capture(structured)), name)
+        return structured_grads[key]
+
     entry = add(entry_pf, cap.name)
     if transform.name in ("grad", "vjp", "jvp"):
         entry.emit_name = f"{cap.name}_{transform.name}"
@@ -155,7 +188,7 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     for unit in units:
         node = clean_signature(desugared(unit, np_name), unit.emit_name)
         if unit is entry:  # pytree arguments as leaves, on the function as written (loops over them unrolled)
-            node, params_meta = entry_signature(unit, node, static)
+            node, params_meta = entry_signature(unit, node, static, flat_returns=transform.name == "anf")
         if unit is entry and transform.name in ("grad", "vjp", "jvp"):
             node = normalize(unit, node, namespace)
         elif transform.name == "anf":
@@ -200,8 +233,11 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     adjoints = [rewrite_numpy(a, entry, np_name) for a in adjoints]
     loops = _loops(nested, by_fn, np_name)
     every_unit = units
-    if transform.name == "vmap":  # a function only its batched version is called for is not written
+    if transform.name == "vmap" or clones or nested.standins:  # functions no emitted function calls are not written
         units = _called_units(entry, units, loops + adjoints)
+    for unit in units:
+        if id(unit.pf.captured.fn) in nested.standins:  # a grad called with no pytree parts, whose file failed
+            raise nested.standins[id(unit.pf.captured.fn)]
     imports, literals, bound_notes, bound_meta, bound = [], [], [], {}, {}
     emitted = [u.node for u in units] + loops + adjoints
     if any(uses_name(n, np_name) for n in emitted) and np_name not in namespace:
@@ -332,26 +368,6 @@ def _display(treedef, values) -> cst.BaseExpression:
             elements[0] = elements[0].with_changes(comma=cst.Comma())
         return cst.Tuple(elements)
     raise TypeError(f"a grad of {kind.__name__} (namedtuple) arguments cannot be differentiated again yet")
-
-
-def _version_of(fn, trees: dict) -> Any:
-    """A stand-in for ``fn``'s version taking the pytree arguments ``trees`` as leaves: a function
-    object of its own (the transformations find a callee's unit by the object's identity) whose
-    signature lists the leaves."""
-    import types
-
-    version = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-    version.__kwdefaults__ = fn.__kwdefaults__
-    version.__qualname__ = fn.__qualname__
-    version.__module__ = fn.__module__
-    params = []
-    for p in inspect.signature(fn).parameters.values():
-        if p.name in trees:
-            params += [inspect.Parameter(leaf, inspect.Parameter.POSITIONAL_OR_KEYWORD) for leaf in trees[p.name][1]]
-        else:
-            params.append(p)
-    version.__signature__ = inspect.Signature(params)
-    return version
 
 
 def _loops(nested: Nested, by_fn: dict, np_name: str) -> list[cst.FunctionDef]:

@@ -61,6 +61,12 @@ class Nested:
         self.compiles = transform_name == "jit" or (transform_name == "vmap" and compiled)
         self.made: dict[tuple, tuple[str, Callable]] = {}
         self.keep: list[Any] = []  # objects made here (grads) that the functions above belong to
+        # id of a grad's adjoint function called here -> the grad: given pytree parts, the call gets
+        # the adjoint file of their structure (srctrans.nesting.adjoint_function's structured variant)
+        self.grads: dict[int, Any] = {}
+        # id of a stand-in for a grad's adjoint function that could not be made -> why: a call of it
+        # must be given the file of its arguments' structures, or the build raises this
+        self.standins: dict[int, Exception] = {}
         self.loops: dict[str, tuple[Any, str, Callable]] = {}  # name of a vmapped function -> (it, name and function it batches)
 
     def rewrite(self, pf: ParsedFunction, taken: set[str]) -> tuple[ParsedFunction, dict[str, Callable]]:
@@ -490,14 +496,25 @@ class _Rewriter(cst.CSTTransformer):
         options = self.options(inner, original, f"srctrans.{kind}")
         if options is None:
             return updated
-        from .nesting import value_and_adjoint_function
+        from .errors import SrcTransError
+        from .nesting import function_copy, value_and_adjoint_function
 
         try:
             made = face(kind)(fn, **options)
-            target = value_and_adjoint_function(made) if kind == "value_and_grad" else made.__srctrans_function__
+            try:
+                target = value_and_adjoint_function(made) if kind == "value_and_grad" else made.__srctrans_function__
+            except SrcTransError as err:
+                if kind != "grad":
+                    raise
+                # the adjoint file of no particular structure cannot be made (a loop over a list of
+                # layers): given pytree parts, the call gets their structure's file; else this error
+                target = function_copy(getattr(fn, "__srctrans_function__", fn))
+                self.nested.standins[id(target)] = err
         except (TypeError, ValueError, AttributeError) as err:
             return self.refuse(original, f"{what}: {err}", f"call srctrans.{kind} outside the function instead") or updated
         self.nested.keep.append(made)
+        if kind == "grad":
+            self.nested.grads[id(target)] = made
         key = (kind, id(fn), repr(sorted(options.items())))
         if kind == "value_and_grad" and self.nested.transform_name in _DERIVATIVES:
             # differentiated: the value as a call of f itself (its own rules: custom_vjp, ...) beside

@@ -69,6 +69,45 @@ def adjoint_function(inner, indexed: bool = False, trees: dict | None = None) ->
     return _adjoint_file(inner, options, "a grad of a method cannot be differentiated again yet", trees)
 
 
+def function_copy(fn, trees: dict | None = None) -> Callable:
+    """A function object of its own with ``fn``'s code (a build finds a callee's unit by the object's
+    identity): a stand-in for ``fn``'s version taking the pytree arguments ``trees`` as leaves,
+    whose signature lists the leaves."""
+    import inspect
+    import types
+
+    trees = trees or {}
+    version = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    version.__kwdefaults__ = fn.__kwdefaults__
+    version.__qualname__ = fn.__qualname__
+    version.__module__ = fn.__module__
+    params = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.name in trees:
+            params += [inspect.Parameter(leaf, inspect.Parameter.POSITIONAL_OR_KEYWORD) for leaf in trees[p.name][1]]
+        else:
+            params.append(p)
+    version.__signature__ = inspect.Signature(params)
+    return version
+
+
+class Unavailable:
+    """A grad's adjoint file that could not be made without knowing the structures of its pytree
+    arguments (their structure's file is made at the call): the user's function's signature,
+    and the error to raise where the file is needed as it is."""
+
+    def __init__(self, fn, error: Exception) -> None:
+        import inspect
+
+        self.error = error
+        self.__signature__ = inspect.signature(fn)
+        self.__name__ = getattr(fn, "__name__", "grad")
+        self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
+
+    def __call__(self, *args, **kwargs):
+        raise self.error
+
+
 def _adjoint_file(inner, options: tuple, refusal: str, trees: dict | None = None) -> Callable:
     """The function of ``inner``'s adjoint file generated with ``options``; ``refusal`` where its
     parameters are not plain arguments (a method's, pytree leaves)."""

@@ -422,18 +422,19 @@ def numpy_name(namespace) -> str:
     return "np__"  # pragma: no cover
 
 
-def entry_signature(unit: Unit, node: cst.FunctionDef, static: dict[str, Any]):
+def entry_signature(unit: Unit, node: cst.FunctionDef, static: dict[str, Any], flat_returns: bool = False):
     """Drop static parameters, turn a method's ``self`` into its attribute reads and a pytree
     argument into its leaves; returned list and dict displays become tuples.
 
     Returns the node and ``meta["params"]``: one entry per parameter of the generated
     function, ``["arg", name]``, ``["attr", self_name, attr]`` or ``["leaf", name, i]`` (leaf
     ``i``, in flattening order, of argument ``name``), then ``["returns", structure]`` when the
-    function returns lists or dicts (:func:`srctrans.passes.leaves.results`). Pytree arguments
+    function returns lists or dicts (:func:`srctrans.passes.leaves.results`; ``flat_returns``: any
+    nested structure, as one flat tuple, for a pmap's stages). Pytree arguments
     come as ``static.trees`` (:class:`srctrans.variant.StaticArgs`).
     """
     pf = unit.pf
-    node, returns, trees = _pytrees(unit, node, static)
+    node, returns, trees = _pytrees(unit, node, static, flat_returns=flat_returns)
     params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
     meta: list[list] = []
     new_params: list[cst.Param] = []
@@ -480,7 +481,9 @@ def entry_signature(unit: Unit, node: cst.FunctionDef, static: dict[str, Any]):
     return node.with_changes(leading_lines=_pytree_notes(trees, returns)), meta
 
 
-def _pytrees(unit: Unit, node: cst.FunctionDef, static: dict[str, Any], returns: bool = True) -> tuple[cst.FunctionDef, Any, dict]:
+def _pytrees(
+    unit: Unit, node: cst.FunctionDef, static: dict[str, Any], returns: bool = True, flat_returns: bool = False
+) -> tuple[cst.FunctionDef, Any, dict]:
     """Reads of pytree arguments become reads of their leaves; returned lists and dicts, tuples.
 
     Returns the node, the structure returned (or None) and the pytree arguments passed as
@@ -517,7 +520,7 @@ def _pytrees(unit: Unit, node: cst.FunctionDef, static: dict[str, Any], returns:
     if not returns:
         return node, None, trees
     check_results(pf.node, error)
-    node, returns = results(node, error)
+    node, returns = results(node, error, flat=flat_returns)
     return node, returns, trees
 
 
@@ -564,7 +567,9 @@ def _pytree_notes(trees: dict, returns: Any) -> list[cst.EmptyLine]:
     for name, (treedef, names) in trees.items():
         shown = repr(treedef.unflatten([_Shown(n) for n in names]))
         lines.append(f"# {name} = {shown}: a pytree argument, passed as its leaves")
-    if returns is not None:
+    if returns is not None and "flat" in returns:
+        lines.append(f"# returns {describe_structure(returns['flat'])}, as one flat tuple of its leaves (srctrans rebuilds it)")
+    elif returns is not None:
         lines.append(f"# returns {describe_structure(returns)}, as tuples (srctrans rebuilds the lists and dicts)")
     return [cst.EmptyLine(comment=cst.Comment(line)) for line in lines]
 

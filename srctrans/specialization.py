@@ -246,10 +246,25 @@ def rebuild(struct: Any, raw: Any) -> Any:
         return raw
     if struct is None:
         return None
+    if "flat" in struct:  # one flat tuple of the leaves
+        return _rebuild_flat(struct["flat"], iter(raw))
     ((kind, kids),) = struct.items()
     subs = [s for _, s in kids] if kind == "dict" else kids
     it = iter(raw)
     values = [None if s is None else rebuild(s, next(it)) for s in subs]
+    if kind == "dict":
+        return dict(zip((k for k, _ in kids), values))
+    return values if kind == "list" else tuple(values)
+
+
+def _rebuild_flat(struct: Any, leaves) -> Any:
+    if struct == "*":
+        return next(leaves)
+    if struct is None:
+        return None
+    ((kind, kids),) = struct.items()
+    subs = [s for _, s in kids] if kind == "dict" else kids
+    values = [_rebuild_flat(s, leaves) for s in subs]
     if kind == "dict":
         return dict(zip((k for k, _ in kids), values))
     return values if kind == "list" else tuple(values)

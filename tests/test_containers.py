@@ -16,10 +16,14 @@ import srctrans
 from srctrans.check import check_grads
 from srctrans.tree import tree_flatten, tree_unflatten
 
+from .conftest import module_from_text
+
 CODE = """
 import collections
 
 import numpy as np
+
+import srctrans
 
 
 def predict(params, x):
@@ -107,6 +111,32 @@ def loss_namedtuple(layer, x):
     return np.sum(apply(layer, x) ** 2)
 
 
+def mlp(params, x):
+    for W, b in params[:-1]:
+        x = np.tanh(x @ W + b)
+    W, b = params[-1]
+    return x @ W + b
+
+
+def mse(params, x, y):
+    return np.mean((mlp(params, x) - y) ** 2)
+
+
+def sgd_step(params, x, y):
+    (gW0, gb0), (gW1, gb1) = srctrans.grad(mse)(params, x, y)
+    (W0, b0), (W1, b1) = params
+    return [(W0 - 0.1 * gW0, b0 - 0.1 * gb0), (W1 - 0.1 * gW1, b1 - 0.1 * gb1)]
+
+
+def data_parallel_step(params, x, y):
+    (gW0, gb0), (gW1, gb1) = srctrans.grad(mse)(params, x, y)
+    (W0, b0), (W1, b1) = params
+    return [
+        (W0 - 0.1 * srctrans.pmean(gW0, "devices"), b0 - 0.1 * srctrans.pmean(gb0, "devices")),
+        (W1 - 0.1 * srctrans.pmean(gW1, "devices"), b1 - 0.1 * srctrans.pmean(gb1, "devices")),
+    ]
+
+
 def keyed(p, k):
     return p[k]
 
@@ -127,17 +157,8 @@ DENSE = {"W": RNG.normal(size=(3, 3)), "b": RNG.normal(size=3)}
 
 @pytest.fixture(scope="module")
 def mod(tmp_path_factory):
-    import importlib
-    import sys
-
-    folder = tmp_path_factory.mktemp("containers")
-    (folder / "containers_user.py").write_text(CODE)
-    sys.path.insert(0, str(folder))
-    try:
-        yield importlib.import_module("containers_user")
-    finally:
-        sys.path.remove(str(folder))
-        sys.modules.pop("containers_user", None)
+    with module_from_text(tmp_path_factory.mktemp("containers"), "containers_user", CODE) as module:
+        yield module
 
 
 def numeric_grad(f, args, i, eps=1e-6):
@@ -336,18 +357,9 @@ NOT_UNDER_JIT = {"average", "max_2d"}  # (Numba: np.average's list weights; np.a
 
 @pytest.fixture(scope="module")
 def displays(tmp_path_factory):
-    import importlib
-    import sys
-
-    folder = tmp_path_factory.mktemp("displays")
     text = "import numpy as np\n" + "".join(f"\n\ndef f_{k}(a, b):\n    return {e}\n" for k, e in DISPLAYS.items())
-    (folder / "displays_user.py").write_text(text)
-    sys.path.insert(0, str(folder))
-    try:
-        yield importlib.import_module("displays_user")
-    finally:
-        sys.path.remove(str(folder))
-        sys.modules.pop("displays_user", None)
+    with module_from_text(tmp_path_factory.mktemp("displays"), "displays_user", text) as module:
+        yield module
 
 
 @pytest.mark.parametrize("name", sorted(DISPLAYS))
@@ -377,3 +389,34 @@ def f(x):
     want = numeric_grad(m.f, (x,), 0)
     for g in (srctrans.grad(m.f), srctrans.jit(srctrans.grad(m.f))):
         np.testing.assert_allclose(g(x), want, rtol=1e-6)
+
+
+# --- grad inside a step, pmap over devices ---------------------------------------------------------
+
+NET = [(RNG.normal(size=(3, 8)) * 0.3, np.zeros(8)), (RNG.normal(size=(8, 2)) * 0.3, np.zeros(2))]
+SHARDS_X = RNG.normal(size=(4, 16, 3))
+SHARDS_Y = RNG.normal(size=(4, 16, 2))
+
+
+def test_grad_called_inside_a_step_with_the_params_list(mod):
+    g = srctrans.grad(mod.mse)(NET, SHARDS_X[0], SHARDS_Y[0])
+    want = [(W - 0.1 * gW, b - 0.1 * gb) for (W, b), (gW, gb) in zip(NET, g)]
+    for step in (mod.sgd_step, srctrans.jit(mod.sgd_step)):
+        got = step(NET, SHARDS_X[0], SHARDS_Y[0])
+        assert isinstance(got, list)
+        assert_trees_close(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_pmap_of_the_grad_and_of_a_step_with_pmean(mod, monkeypatch):
+    monkeypatch.setenv("SRCTRANS_CPU_DEVICES", "4")
+    per_device = srctrans.pmap(srctrans.grad(mod.mse), axis_name="devices", in_axes=(None, 0, 0))(NET, SHARDS_X, SHARDS_Y)
+    for d in range(4):
+        one = srctrans.grad(mod.mse)(NET, SHARDS_X[d], SHARDS_Y[d])
+        assert_trees_close([(gW[d], gb[d]) for gW, gb in per_device], one, rtol=1e-12, atol=1e-14)
+    step = srctrans.pmap(mod.data_parallel_step, axis_name="devices", in_axes=(None, 0, 0))
+    got = step(NET, SHARDS_X, SHARDS_Y)
+    whole = srctrans.grad(mod.mse)(NET, SHARDS_X.reshape(-1, 3), SHARDS_Y.reshape(-1, 2))  # equal shards: the mean
+    want = [(W - 0.1 * gW, b - 0.1 * gb) for (W, b), (gW, gb) in zip(NET, whole)]
+    assert isinstance(got, list) and isinstance(got[0], tuple)
+    for d in range(4):
+        assert_trees_close([(W[d], b[d]) for W, b in got], want, rtol=1e-12, atol=1e-14)

@@ -157,14 +157,14 @@ class VMapped:
             if self._jit is None and fn._jit is not None:
                 self._jit = dict(fn._jit)
         elif isinstance(fn, Grad):
-            from ..nesting import adjoint_function
+            from ..nesting import Unavailable, adjoint_function
 
             if self._jit is None and fn._compile:
                 self._jit = {k: v for k, v in fn._init_options.items() if not k.startswith("_")}
             try:
                 self._base = adjoint_function(fn)
             except SrcTransError as err:  # (pytree arguments: their structure's file is made at the call)
-                self._base = _Unavailable(fn, err)
+                self._base = Unavailable(fn, err)
             self._one_tuple = not fn._single and len(fn._wrt) == 1
         elif isinstance(fn, Jitted):
             if self._jit is None and fn._compile:
@@ -634,6 +634,7 @@ class VMapped:
         if specs is not None:
             return specs
         from ..nested_calls import reads_srctrans_anywhere
+        from ..nesting import Unavailable
         from ..pipeline import generate
         from ..specialization import RESERVED, Specialization, code_names, leaf_names
         from ..variant import StaticArgs, Transform
@@ -643,7 +644,7 @@ class VMapped:
             options.update({k: self._jit[k] for k in options if k in self._jit})
         specs = [None] * len(levels)
         fn: Callable = levels[-1]._base  # type: ignore[assignment]
-        if isinstance(fn, _Unavailable) and not self._trees(args, treedefs):
+        if isinstance(fn, Unavailable) and not self._trees(args, treedefs):
             raise fn.error
         trees = self._trees(args, treedefs)
         if not compiled_loop:  # (Numba's loop over the examples keeps tapes pushed and popped: a
@@ -859,20 +860,6 @@ def _array(v: Any) -> Any:
     if hasattr(v, "__cuda_array_interface__") and hasattr(v, "__array_function__"):
         return v
     return np.asarray(v)
-
-
-class _Unavailable:
-    """A grad's adjoint file that could not be made without knowing its arguments' structures:
-    its signature (the user's function's), and the error to raise where it is needed as it is."""
-
-    def __init__(self, fn, error: Exception) -> None:
-        self.error = error
-        self.__signature__ = inspect.signature(fn)
-        self.__name__ = getattr(fn, "__name__", "grad")
-        self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
-
-    def __call__(self, *args, **kwargs):
-        raise self.error
 
 
 def _compiled_grad(level: VMapped, options: dict, base: Callable, trees: dict | None = None) -> Callable:

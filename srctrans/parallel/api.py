@@ -147,9 +147,13 @@ class PMapped:
         if hasattr(fn, "_srctrans_jit") and not isinstance(fn, Jitted):
             raise TypeError(f"pmap takes a plain function, a jit or a grad, got {fn!r}; put vmap inside the function instead")
         if isinstance(fn, Grad):
-            from ..nesting import adjoint_function
+            from ..errors import SrcTransError
+            from ..nesting import Unavailable, adjoint_function
 
-            self._base = adjoint_function(fn, indexed=True)
+            try:
+                self._base = adjoint_function(fn, indexed=True)
+            except SrcTransError as err:  # (pytree arguments: their structure's file is made at the call)
+                self._base = Unavailable(fn, err)
             self._one_tuple = not fn._single and len(fn._wrt) == 1
         elif isinstance(fn, Jitted):
             self._base = fn._fn
@@ -300,17 +304,25 @@ class PMapped:
         if spec is not None:
             self._last = spec
             return spec
+        from ..api import Grad
+        from ..nesting import Unavailable, adjoint_function
         from ..specialization import RESERVED, code_names, leaf_names
         from ..variant import StaticArgs
         from .stages import parallel_file
 
         with self._lock:
             fn = self._base
-            named: dict = {}
+            trees = {
+                name: treedef
+                for name, a, treedef in zip(self._params, args, treedefs)
+                if treedef.num_leaves != 1 or tree_flatten(a)[0][0] is not a
+            }
+            if trees and isinstance(self._fn, Grad):  # the grad file of these structures, arguments whole
+                fn = adjoint_function(self._fn, indexed=True, trees=trees)
+            elif isinstance(fn, Unavailable):
+                raise fn.error
             taken = set(code_names(fn.__code__)) | RESERVED if hasattr(fn, "__code__") else set(RESERVED)
-            for name, a, treedef in zip(self._params, args, treedefs):
-                if treedef.num_leaves != 1 or tree_flatten(a)[0][0] is not a:
-                    named[name] = (treedef, leaf_names(name, treedef, taken))
+            named = {name: (treedef, leaf_names(name, treedef, taken)) for name, treedef in trees.items()}
             gen = parallel_file(fn, flags, self.axis_name, StaticArgs({}, named))
             spec = _Spec(gen, named)
             self._specs[key] = spec

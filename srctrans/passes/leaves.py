@@ -23,15 +23,23 @@ Output contract of :func:`leaves` (and nothing else changes):
    ``W, b = t3``). A temporary of an earlier pass assigned once to a part is an alias too.
    An alias's assignment is removed: its comments go to the next statement when that has
    none, and a block left empty holds ``pass``.
-3. A part made of tuples and lists alone (and its leaves) used as a whole value (passed to a
+3. A call of a function of yours given parts (``predict(params, x)``) is a call of the
+   name the ``specialize`` hook gives, with each part's leaves in its place
+   (``predict_leaves(params_0, params_1, x)``): that function's version taking them as
+   leaves (:data:`Specialize`). A constant slice of a part (``params[:-1]``) is a part. A
+   loop over a part, or over ``enumerate`` of one, is written out once per entry, each copy
+   beginning with ``target = part[k]`` (a target naming a container entry is renamed in all
+   copies but the last, so each name is assigned once); loops with ``break``,
+   ``continue`` or ``else``, or that assign their target, are not written out (rule 5).
+4. A part made of tuples and lists alone (and its leaves) used as a whole value (passed to a
    function, returned, put in a display) is *rebuilt*: the function begins with one
    assignment per such part, a tuple display of its children, under the argument's own
    name for the whole argument (``params = (params_0, params_1)``) and a fresh name for a
    part of it, and the use reads that name. A container the function makes itself is an
    ordinary value for every transformation; so the rebuilt one is.
-4. Any other use of a part that is a container raises the error built by ``error``:
-   looping over it, a non-constant or missing key, a slice, using a dict or namedtuple as
-   a whole, unpacking a dict, writing into it or assigning to its name.
+5. Any other use of a part that is a container raises the error built by ``error``:
+   looping over it, a non-constant or missing key or slice bound, using a dict or
+   namedtuple as a whole, unpacking a dict, writing into it or assigning to its name.
 
 Output contract of :func:`results`: when a ``return`` gives (directly, or through a name
 assigned once to a display and read only there) a list or dict display, every ``return``
@@ -40,7 +48,8 @@ its values (dicts in sorted key order, ``None`` values left out). The structure 
 returned as JSON-able data (``"*"`` a leaf, ``None``, ``{"tuple": [...]}``,
 ``{"list": [...]}``, ``{"dict": [[key, ...], ...]}``) for the API to rebuild the result.
 A display assigned to a name gets atoms for elements (temporaries computed just before),
-so a function in A-normal form stays in it.
+so a function in A-normal form stays in it. With ``flat``, any nested structure (nested
+tuples too) is returned as one flat tuple of its leaves, as ``{"flat": structure}``.
 """
 
 from __future__ import annotations
@@ -1025,6 +1034,11 @@ def _dict_entries(expr: cst.Dict) -> list[tuple[Any, cst.BaseExpression]] | None
         return None
 
 
+def _nested(struct: Any) -> bool:
+    """A tuple holding a container."""
+    return isinstance(struct, dict) and any(isinstance(k, dict) for k in next(iter(struct.values())))
+
+
 def _has_display(struct: Any) -> bool:
     if isinstance(struct, dict):
         ((kind, kids),) = struct.items()
@@ -1034,10 +1048,10 @@ def _has_display(struct: Any) -> bool:
     return False
 
 
-def _structure(node, error: Error) -> tuple[Any, _Structure] | None:
+def _structure(node, error: Error, nested_tuples: bool = False) -> tuple[Any, _Structure] | None:
     structure = _Structure(node)
     found = [(ret, structure.of(value)) for ret, value in _returns(node)]
-    if not any(_has_display(s) for _, s in found):
+    if not any(_has_display(s) or (nested_tuples and _nested(s)) for _, s in found):
         return None
     first = found[0][1]
     for ret, struct in found[1:]:
@@ -1072,10 +1086,11 @@ def check_results(node: cst.FunctionDef | cst.Lambda, error: Error) -> None:
 
 
 class _Flatten(cst.CSTTransformer):
-    def __init__(self, structure: _Structure, names: NameGen) -> None:
+    def __init__(self, structure: _Structure, names: NameGen, flat: bool = False) -> None:
         super().__init__()
         self.structure = structure
         self.names = names
+        self.flat = flat  # nested displays as one flat tuple of the leaves
         self.before: dict[int, list[cst.BaseStatement]] = {}
 
     def tuple_of(self, expr: cst.BaseExpression, struct: Any, out: list | None) -> cst.BaseExpression:
@@ -1093,10 +1108,13 @@ class _Flatten(cst.CSTTransformer):
             if sub is None:
                 continue
             value = self.tuple_of(value, sub, out)
+            if self.flat and isinstance(sub, dict) and isinstance(value, cst.Tuple):
+                elements += value.elements
+                continue
             if out is not None and not is_atom(value):
                 value = ANF(self.names).atom(value, out)
             elements.append(cst.Element(value))
-        return cst.Tuple(elements)
+        return cst.Tuple([e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in elements])
 
     def leave_Return(self, original: cst.Return, updated: cst.Return) -> cst.Return:
         struct = self.structure.of(updated.value)
@@ -1124,12 +1142,15 @@ class _Flatten(cst.CSTTransformer):
         return cst.FlattenSentinel([first, *made[1:], updated.with_changes(leading_lines=[])])
 
 
-def results(node: cst.FunctionDef, error: Error) -> tuple[cst.FunctionDef, Any]:
-    """Returned list/dict displays as tuples; ``(node, structure)``, structure None when unchanged."""
-    found = _structure(node, error)
+def results(node: cst.FunctionDef, error: Error, flat: bool = False) -> tuple[cst.FunctionDef, Any]:
+    """Returned list/dict displays as tuples; ``(node, structure)``, structure None when unchanged.
+
+    ``flat``: nested displays (nested tuples too) as one flat tuple of the leaves, the structure
+    as ``{"flat": structure}`` (a pmap's stages pass flat tuples of arrays)."""
+    found = _structure(node, error, nested_tuples=flat)
     if found is None:
         return node, None
     struct, structure = found
     names = NameGen(scan(node).all)
-    body = node.body.visit(_Flatten(structure, names))
-    return node.with_changes(body=body), struct
+    body = node.body.visit(_Flatten(structure, names, flat))
+    return node.with_changes(body=body), ({"flat": struct} if flat else struct)

@@ -1880,6 +1880,20 @@ def _ov_concatenate(arrays, axis=0):
 @overload(np.stack)
 def _ov_stack(arrays, axis=0):
     fname = "np.stack"
+    if isinstance(arrays, (types.List, types.ListType)) and isinstance(arrays.dtype, (types.Number, types.Boolean)):
+        axis_kind(axis, fname, allow_tuple=False)
+
+        dtype = as_dtype(arrays.dtype)
+
+        def numbers(arrays, axis=0):  # (numbers: 0-d arrays, stacked along the one axis there is)
+            if norm_axis(axis, 1) != 0:
+                raise ValueError("np.stack: axis is out of bounds for 0-d arrays")
+            out = np.empty(len(arrays), dtype)
+            for i in range(len(arrays)):
+                out[i] = arrays[i]
+            return out
+
+        return numbers
     item = _require_list(arrays, fname)
     axis_kind(axis, fname, allow_tuple=False)
     return _stack_runner(item.ndim)

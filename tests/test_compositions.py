@@ -13,12 +13,18 @@ import pytest
 
 import srctrans
 
+from .conftest import module_from_text
+
 CODE = """
 import numpy as np
 
 
 def system(x):
     return np.array([x[0] * x[1], np.sin(x[2]), x[0] ** 2 + x[2] * x[1]])
+
+
+def stacked_system(x):
+    return np.stack([x[0] * x[1], np.sin(x[2]), x[0] ** 2 + x[2] * x[1]])
 
 
 def component(x, k):
@@ -40,17 +46,8 @@ W = np.array([[0.2, -0.4, 0.1], [0.5, 0.3, -0.2]])
 
 @pytest.fixture(scope="module")
 def mod(tmp_path_factory):
-    import importlib
-    import sys
-
-    folder = tmp_path_factory.mktemp("compositions")
-    (folder / "compositions_user.py").write_text(CODE)
-    sys.path.insert(0, str(folder))
-    try:
-        yield importlib.import_module("compositions_user")
-    finally:
-        sys.path.remove(str(folder))
-        sys.modules.pop("compositions_user", None)
+    with module_from_text(tmp_path_factory.mktemp("compositions"), "compositions_user", CODE) as module:
+        yield module
 
 
 def numeric_jacobian(f, x, eps=1e-6):
@@ -104,3 +101,13 @@ def test_jacrev_of_a_function_using_at_updates(mod):
     want = np.array([[2 * X[0], 0.0, 0.0], [8 * X[0], 0.0, 0.0], [0.0, 0.0, 2 * X[2]]])
     for j in (srctrans.jacrev, srctrans.jacfwd):
         np.testing.assert_allclose(j(mod.functional_update)(X), want, atol=1e-14)
+
+
+def test_a_system_written_with_stack_of_numbers_compiles(mod):
+    """``np.stack([scalars])``, the usual way to write a small system, under jit and its Jacobians."""
+    want = srctrans.jacfwd(mod.system)(X)
+    np.testing.assert_allclose(srctrans.jit(mod.stacked_system)(X), mod.system(X), rtol=1e-15)
+    for j in (srctrans.jacfwd, srctrans.jacrev):
+        np.testing.assert_allclose(srctrans.jit(j(mod.stacked_system))(X), want, atol=1e-14)
+    np.testing.assert_allclose(srctrans.jit(srctrans.jacfwd(srctrans.jacfwd(mod.stacked_system)))(X),
+                               srctrans.jacfwd(srctrans.jacfwd(mod.system))(X), atol=1e-12)

@@ -408,7 +408,9 @@ def test_grad_called_inside_a_step_with_the_params_list(mod):
 
 
 def test_pmap_of_the_grad_and_of_a_step_with_pmean(mod, monkeypatch):
+    """The stages run as Python (compiled, the same files: examples/mlp_data_parallel.py runs them)."""
     monkeypatch.setenv("SRCTRANS_CPU_DEVICES", "4")
+    monkeypatch.setattr(srctrans.config, "disable_jit", True)
     per_device = srctrans.pmap(srctrans.grad(mod.mse), axis_name="devices", in_axes=(None, 0, 0))(NET, SHARDS_X, SHARDS_Y)
     for d in range(4):
         one = srctrans.grad(mod.mse)(NET, SHARDS_X[d], SHARDS_Y[d])

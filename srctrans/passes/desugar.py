@@ -22,8 +22,8 @@ Output contract (what holds after this pass, and nothing else changes):
    (``lo:hi:nj`` is ``np.linspace(lo, hi, n)``); a string directive stays as written.
 8. A list or tuple display given to NumPy where it takes array data is an array:
    ``np.max([a * 2, b])`` -> ``np.max(np.array([a * 2, b]))``. Those places are a ufunc's
-   inputs, the first argument of the functions in :data:`DATA_FIRST` and every positional
-   argument of those in :data:`DATA_ALL` (never a shape, an axis or reps). NumPy makes
+   inputs and the arguments :data:`srctrans.rules.shapes.ARRAY_DATA` names (never a
+   shape, an axis or reps). NumPy makes
    that array itself; written out, every transformation (and Numba) reads one array.
 
 Every statement keeps its leading comments; a statement that becomes several
@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..rules.shapes import ARRAY_DATA
+
 # Array methods whose NumPy function (same name) means the same and takes the
 # receiver as first argument and the remaining arguments in the same order.
 METHOD_FUNCTIONS: frozenset[str] = frozenset(
@@ -43,16 +45,6 @@ METHOD_FUNCTIONS: frozenset[str] = frozenset(
 # Not clip, round or diagonal: np.clip and np.round call an object's own method with NumPy's
 # keywords (out=, decimals=) and np.diagonal never calls it, so a class of the user's with
 # such a method would get NumPy's meaning instead of its own.
-
-
-# NumPy functions whose first argument is array data (a display there is an array to NumPy) ...
-DATA_FIRST: frozenset[str] = frozenset(
-    """sum mean max min amax amin prod std var median average nansum nanmean nanmax nanmin nanprod nanstd
-    nanvar nanmedian cumsum cumprod sort ptp clip diff flip trace all any argmax argmin linalg.norm real imag
-    around round""".split()
-)
-# ... and those all of whose positional arguments are.
-DATA_ALL: frozenset[str] = frozenset("dot matmul inner outer vdot where kron cross convolve".split())
 
 
 def _is_simple(node: cst.BaseExpression) -> bool:
@@ -116,9 +108,9 @@ class Desugar(cst.CSTTransformer):
         ufunc = getattr(np, name, None)
         if isinstance(ufunc, np.ufunc):
             data = positional[: ufunc.nin]
-        elif name in DATA_FIRST:
+        elif ARRAY_DATA.get(f"numpy.{name}") == "first":
             data = positional[:1]
-        elif name in DATA_ALL:
+        elif ARRAY_DATA.get(f"numpy.{name}") == "all":
             data = positional
         else:
             return None

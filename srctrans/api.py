@@ -544,7 +544,13 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool
 def vjp(fn: Callable, *primals, has_aux: bool = False):
     """``(out, vjp_fn)``: ``vjp_fn(cotangent)`` gives one cotangent per primal, like ``jax.vjp``."""
     compiled = isinstance(fn, Jitted) and fn._compile
-    target = fn._fn if isinstance(fn, Jitted) else fn
+    if isinstance(fn, Grad):  # vjp of a gradient: of its adjoint file, never of the function it differentiates
+        try:
+            target = fn.__srctrans_function__
+        except AttributeError as err:
+            raise TypeError(f"vjp of this grad is not supported yet: {err}") from None
+    else:
+        target = fn._fn if isinstance(fn, Jitted) else fn
     pyfn, _, bound_args, _ = unwrap(target)
     visible = [p.name for p in inspect.signature(pyfn).parameters.values()][len(bound_args):]
     if len(primals) != len(visible):

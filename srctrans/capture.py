@@ -128,6 +128,13 @@ def unwrap(obj: Callable) -> tuple[types.FunctionType, str, tuple, dict]:
             obj = obj.__func__
         elif hasattr(obj, "__srctrans_function__"):
             obj = obj.__srctrans_function__
+        elif getattr(obj, "_srctrans_jacobian", None) is not None or hasattr(obj, "_srctrans_state"):
+            # a jacfwd/jacrev/hessian: Python around generated files, with no source of its own
+            # (its __wrapped__ is the function it differentiates, which it must never stand for)
+            raise TypeError(
+                f"srctrans cannot transform the Jacobian or Hessian {getattr(obj, '__qualname__', obj)!r} by its source yet; "
+                "take jacfwd/jacrev of it, call it inside a function, or transform the function it differentiates"
+            )
         elif isinstance(obj, types.FunctionType):
             if obj.__name__ == "<lambda>" and kind == "function":
                 kind = "lambda"

@@ -212,8 +212,7 @@ def _second_jacobian(fn: Callable, inner_argnums, inner_aux: bool, argnums, has_
             f"{who} of a Jacobian is supported for one argument number each (argnums=k) without has_aux; "
             "for more, differentiate srctrans.grad or srctrans.jvp of your function"
         )
-    compiled = isinstance(fn, Jitted) and fn._compile
-    user = fn._fn if isinstance(fn, Jitted) else fn
+    user, compiled = forward_target(fn)  # of a grad, its adjoint file (never the function it differentiates)
     state: dict[str, Any] = {}
 
     def jacobian(*args):
@@ -427,8 +426,9 @@ def hessian(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     each leaf holding the arguments' structure of ``grad_leaf.shape + arg_leaf.shape`` blocks,
     as ``jax.hessian`` returns.
     """
-    if isinstance(fn, Grad):
-        raise TypeError("hessian expects the function itself, not its grad")
+    if isinstance(fn, Grad) or getattr(fn, "_srctrans_jacobian", None) is not None:
+        # of a gradient or a Jacobian: jacfwd(jacrev(.)), a Jacobian of a Jacobian (third derivatives)
+        return jacfwd(jacrev(fn, argnums=argnums), argnums=argnums)
     options = {k: v for k, v in fn._init_options.items() if not k.startswith("_")} if isinstance(fn, Jitted) else {}
     compiled = isinstance(fn, Jitted) and fn._compile
     user = fn._fn if isinstance(fn, Jitted) else fn

@@ -111,3 +111,59 @@ def test_a_system_written_with_stack_of_numbers_compiles(mod):
         np.testing.assert_allclose(srctrans.jit(j(mod.stacked_system))(X), want, atol=1e-14)
     np.testing.assert_allclose(srctrans.jit(srctrans.jacfwd(srctrans.jacfwd(mod.stacked_system)))(X),
                                srctrans.jacfwd(srctrans.jacfwd(mod.system))(X), atol=1e-12)
+
+
+LOOP = """
+import numpy as np
+
+
+def euler(x, dt):
+    state = x
+    for _ in range(4):
+        state = state + dt * (np.sin(state) - 0.5 * state ** 3)
+    return np.sum(state ** 2)
+"""
+
+
+@pytest.fixture(scope="module")
+def loop_mod(tmp_path_factory):
+    with module_from_text(tmp_path_factory.mktemp("compositions_loop"), "compositions_loop_user", LOOP) as module:
+        yield module
+
+
+def test_vjp_of_a_grad_pulls_back_through_the_gradient(loop_mod):
+    """Before: ``vjp(grad(f))`` differentiated ``f`` itself, so its pullback gave the gradient
+    (times the cotangent), not the Hessian-vector product."""
+    x = np.array([0.4, -0.3, 0.8])
+    g = srctrans.grad(loop_mod.euler)
+    out, pullback = srctrans.vjp(g, x, 0.1)
+    np.testing.assert_allclose(out, g(x, 0.1), rtol=1e-14)
+    v = np.array([1.0, -2.0, 0.5])
+    hess = numeric_jacobian(lambda z: g(z, 0.1), x)
+    np.testing.assert_allclose(pullback(v)[0], v @ hess, rtol=1e-6, atol=1e-8)
+
+
+def test_third_derivatives_of_a_grad(loop_mod):
+    """Before: ``jacfwd(jacfwd(grad(f)))`` gave f's Hessian ((3, 3)), and ``hessian(jacfwd(f))``
+    too: the Jacobian of a Jacobian read the function under the inner grad or Jacobian."""
+    x = np.array([0.4, -0.3, 0.8])
+    second = srctrans.hessian(loop_mod.euler)
+    want = numeric_jacobian(lambda z: second(z, 0.1), x)
+    for third in (srctrans.jacfwd(srctrans.jacfwd(srctrans.grad(loop_mod.euler))),
+                  srctrans.jacrev(srctrans.jacfwd(srctrans.grad(loop_mod.euler))),
+                  srctrans.hessian(srctrans.grad(loop_mod.euler))):
+        got = third(x, 0.1)
+        assert got.shape == (3, 3, 3)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    with pytest.raises(TypeError, match="third derivatives"):
+        srctrans.hessian(srctrans.jacfwd(loop_mod.euler))(x, 0.1)
+
+
+def test_a_jacobian_never_stands_for_the_function_it_differentiates(loop_mod):
+    """A transformation of a Jacobian with no path for it yet refuses, naming the Jacobian (jit has one)."""
+    x = np.array([0.4, -0.3, 0.8])
+    jac = srctrans.jacfwd(loop_mod.euler)
+    for transform in (srctrans.grad, srctrans.value_and_grad):
+        with pytest.raises(TypeError, match="cannot transform the Jacobian or Hessian 'euler'"):
+            transform(jac)(x, 0.1)
+    np.testing.assert_allclose(srctrans.jit(jac)(x, 0.1), jac(x, 0.1), rtol=1e-14)

@@ -533,16 +533,31 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, 
     >>> round(float(srctrans.grad(tanh)(1.0)), 7)   # doctest: +SKIP
     0.4199743
     """
+    from . import algebra
+
+    special = algebra.grad(fn, argnums, has_aux, with_value=False)  # of a vmap, a Jacobian: no one file
+    if special is not None:
+        return special
     return Grad(fn, argnums=argnums, has_aux=has_aux, allow_int=allow_int, with_value=False, jit_options=None)
 
 
 def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, allow_int: bool = False) -> Grad:
     """Like :func:`grad`, returning ``(value, gradient)`` (``((value, aux), gradient)`` with ``has_aux``)."""
+    from . import algebra
+
+    special = algebra.grad(fn, argnums, has_aux, with_value=True)
+    if special is not None:
+        return special
     return Grad(fn, argnums=argnums, has_aux=has_aux, allow_int=allow_int, with_value=True, jit_options=None)
 
 
 def vjp(fn: Callable, *primals, has_aux: bool = False):
     """``(out, vjp_fn)``: ``vjp_fn(cotangent)`` gives one cotangent per primal, like ``jax.vjp``."""
+    from . import algebra
+
+    special = algebra.vjp(fn, primals, has_aux)  # vmap, a Jacobian, value_and_grad: no one file
+    if special is not None:
+        return special
     compiled = isinstance(fn, Jitted) and fn._compile
     if isinstance(fn, Grad):  # vjp of a gradient: of its adjoint file, never of the function it differentiates
         try:

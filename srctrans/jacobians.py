@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import faces
+from . import algebra, faces
 from .api import Grad, Jitted, grad, jit, vjp
 from .batching import VMapped
 from .boundary import differentiable, is_container, leaf_dtype, refuse_complex, zero_tangent
@@ -152,6 +152,9 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     pytrees (the result nests the inputs' structure in the output's). ``argnums`` a tuple
     gives a tuple per output leaf. With ``has_aux`` the result is ``(jacobian, aux)``.
     """
+    special = algebra.derivative(fn, "jacfwd", argnums, has_aux)  # vmap, value_and_grad ...: the algebra's identities
+    if special is not None:
+        return special
     if getattr(fn, "_srctrans_jacobian", None) is not None:
         return _jacobian_of_jacobian(fn, argnums, has_aux, "jacfwd")
     state: dict[str, Any] = {"argnums": argnums, "has_aux": has_aux}
@@ -193,57 +196,58 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
 
 
 def _jacobian_of_jacobian(inner: Callable, argnums, has_aux: bool, who: str) -> Callable:
-    """``jacfwd``/``jacrev`` of a Jacobian of ``f`` (any of the four pairs): every second derivative
-    ``f''(x)[e_i, e_j]`` at once, by ``vmap`` over the pairs of basis vectors of the tangent file
-    of ``f``'s tangent file (forward over forward; the blocks are the same whichever mode JAX's
-    pair names). Shape ``out.shape + in_inner.shape + in_outer.shape``, as JAX's."""
+    """``jacfwd``/``jacrev`` of a Jacobian of ``f`` (any of the four pairs, and again for third
+    derivatives): every derivative ``f^(n)(x)[e_i, e_j, ...]`` at once, by ``vmap`` over the tuples
+    of basis vectors of the tangent file of ``f``'s tangent file (of its tangent file ...; forward
+    over forward: the blocks are the same whichever mode JAX's pair names). Shape
+    ``out.shape + in_1.shape + in_2.shape + ...`` (innermost Jacobian first), as JAX's."""
     fn, inner_state = inner._srctrans_jacobian
-    if "argnums" not in inner_state:
-        raise TypeError(f"{who} of a Jacobian of a Jacobian (third derivatives) is not supported yet")
-    return _second_jacobian(fn, inner_state["argnums"], inner_state["has_aux"], argnums, has_aux, who)
+    if "chain" in inner_state:  # a Jacobian of a Jacobian already: one order more
+        return _nth_jacobian(fn, (*inner_state["chain"], argnums), inner_state["has_aux"] or has_aux, who)
+    return _nth_jacobian(fn, (inner_state["argnums"], argnums), inner_state["has_aux"] or has_aux, who)
 
 
-def _second_jacobian(fn: Callable, inner_argnums, inner_aux: bool, argnums, has_aux: bool, who: str) -> Callable:
-    """The Jacobian (``argnums``) of the Jacobian (``inner_argnums``) of ``fn``; see :func:`_jacobian_of_jacobian`."""
+def _nth_jacobian(fn: Callable, chain: tuple, has_aux: bool, who: str) -> Callable:
+    """The Jacobian (``chain[-1]``) of ... of the Jacobian (``chain[0]``) of ``fn``; see :func:`_jacobian_of_jacobian`."""
     from .nesting import tangent_function
 
-    if has_aux or inner_aux or not isinstance(argnums, int) or not isinstance(inner_argnums, int):
+    if has_aux or not all(isinstance(nums, int) for nums in chain):
         raise TypeError(
             f"{who} of a Jacobian is supported for one argument number each (argnums=k) without has_aux; "
             "for more, differentiate srctrans.grad or srctrans.jvp of your function"
         )
     user, compiled = forward_target(fn)  # of a grad, its adjoint file (never the function it differentiates)
-    state: dict[str, Any] = {}
+    state: dict[str, Any] = {"chain": chain, "has_aux": False}
 
     def jacobian(*args):
         visible = visible_params(user)
         refuse_complex(who, visible, args)
-        _, (ka,) = _jacobian_args(who, inner_argnums, visible, args)
-        _, (kb,) = _jacobian_args(who, argnums, visible, args)
+        nums = [_jacobian_args(who, k, visible, args)[1][0] for k in chain]
         if any(is_container(a) for a in args):
             raise TypeError(f"{who} of a Jacobian takes arrays and numbers as arguments, not pytrees, yet")
         if "vmapped" not in state:
-            first = tangent_function(user, len(visible), wrt=(visible[ka],))
-            second = tangent_function(first, len(visible) + 1, wrt=(visible[kb],))
-            vmapped = VMapped(second, (None,) * len(visible) + (0, 0), 0)
+            level = user
+            for depth, k in enumerate(nums):
+                level = tangent_function(level, len(visible) + depth, wrt=(visible[k],))
+            vmapped = VMapped(level, (None,) * len(visible) + (0,) * len(nums), 0)
             state["vmapped"] = jit(vmapped) if compiled else vmapped
-        a, b = np.asarray(args[ka]), np.asarray(args[kb])
-        dtype = np.result_type(leaf_dtype(args[ka]), leaf_dtype(args[kb]))
-        na, nb = a.size, b.size
-        inner = np.repeat(np.eye(na, dtype=dtype).reshape((na,) + a.shape), nb, axis=0)
-        outer = np.tile(np.eye(nb, dtype=dtype).reshape((nb,) + b.shape), (na,) + (1,) * b.ndim)
-        out = state["vmapped"](*args, inner, outer)
-        blocks = out[1][1]
+        wrt = [np.asarray(args[k]) for k in nums]
+        dtype = np.result_type(*(leaf_dtype(args[k]) for k in nums))
+        sizes = [w.size for w in wrt]
+        # one row per tuple of basis vectors (i_1, i_2, ...), the first varying slowest
+        rows = np.indices(sizes).reshape(len(sizes), -1)
+        bases = [np.eye(n, dtype=dtype)[r].reshape((-1,) + w.shape) for n, r, w in zip(sizes, rows, wrt)]
+        blocks = state["vmapped"](*args, *bases)
+        for _ in nums:  # (out, t_1) -> ((out, t_1), (t_2, t_12)) -> ...: the last entry, every order
+            blocks = blocks[1]
         if isinstance(blocks, (tuple, list, dict)):
             raise TypeError(f"{who} of a Jacobian of a function returning a pytree is not supported yet")
         blocks = np.asarray(blocks)
         shape = blocks.shape[1:]
-        blocks = np.moveaxis(blocks.reshape((na * nb,) + shape), 0, -1)
-        return blocks.reshape(shape + a.shape + b.shape)
+        blocks = np.moveaxis(np.broadcast_to(blocks, (rows.shape[1],) + shape), 0, -1)
+        return blocks.reshape(shape + sum((w.shape for w in wrt), ()))
 
-    return _jacobian_wrapper(
-        jacobian, fn, state, lambda f: _second_jacobian(f, inner_argnums, inner_aux, argnums, has_aux, who)
-    )
+    return _jacobian_wrapper(jacobian, fn, state, lambda f: _nth_jacobian(f, chain, has_aux, who))
 
 
 def _jacfwd_batched(run: Tangents, fn: Callable, args: tuple, flat_in: list, state: dict):
@@ -315,6 +319,9 @@ def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     (primals unbatched, cotangents batched), vectorized or looped as :func:`jacfwd`. Same
     shapes and structure as :func:`jacfwd` (``out.shape + in.shape``).
     """
+    special = algebra.derivative(fn, "jacrev", argnums, has_aux)  # vmap, value_and_grad ...: the algebra's identities
+    if special is not None:
+        return special
     if getattr(fn, "_srctrans_jacobian", None) is not None:
         return _jacobian_of_jacobian(fn, argnums, has_aux, "jacrev")
     state: dict[str, Any] = {"argnums": argnums, "has_aux": has_aux}
@@ -426,8 +433,11 @@ def hessian(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     each leaf holding the arguments' structure of ``grad_leaf.shape + arg_leaf.shape`` blocks,
     as ``jax.hessian`` returns.
     """
-    if isinstance(fn, Grad) or getattr(fn, "_srctrans_jacobian", None) is not None:
-        # of a gradient or a Jacobian: jacfwd(jacrev(.)), a Jacobian of a Jacobian (third derivatives)
+    parts = fn if isinstance(fn, algebra.Outputs) else algebra.outputs_of(fn)
+    if parts is not None:  # value_and_grad: the Hessian of each output
+        return parts.map(lambda p, _: hessian(p, argnums=argnums))
+    if isinstance(fn, Grad) or algebra.opaque(fn):
+        # of a gradient, a Jacobian, a vmap: jacfwd(jacrev(.)) (a Jacobian of a Jacobian: third derivatives)
         return jacfwd(jacrev(fn, argnums=argnums), argnums=argnums)
     options = {k: v for k, v in fn._init_options.items() if not k.startswith("_")} if isinstance(fn, Jitted) else {}
     compiled = isinstance(fn, Jitted) and fn._compile
@@ -437,14 +447,24 @@ def hessian(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     state: dict[str, Any] = {}
 
     def hess(*args):
+        if "vector" in state:  # a function of vector output: JAX's jacfwd(jacrev(f)), one Hessian per entry
+            state["last"] = state["vector"]
+            return state["vector"](*args)
         if not any(is_container(a) for a in args):
             state["last"] = plain
-            return plain(*args)
+            try:
+                return plain(*args)
+            except TypeError as err:
+                if "requires a scalar output" not in str(err):
+                    raise
+                state["vector"] = jacfwd(jacrev(fn, argnums=argnums), argnums=argnums)
+                return hess(*args)
         return _hessian_of_trees(user, argnums, compiled, options, state, args)
 
     functools.update_wrapper(hess, getattr(user, "__wrapped__", user), updated=())
     hess._srctrans_jit = lambda opts: hessian(jit(user, **opts), argnums=argnums)
     hess._srctrans_state = plain._srctrans_state
+    hess._srctrans_jacobian = (fn, {"chain": (argnums, argnums), "has_aux": False})  # jacfwd of it: f''' (any output)
 
     def source_path() -> Path:
         """The vmap file the last call ran (its header says vectorized or looped, and why)."""

@@ -180,6 +180,8 @@ class VMapped:
             if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
                 raise TypeError("vmap: the function must take positional parameters only (no *args, **kwargs)")
             self._params = [p.name for p in params]
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        self.__signature__ = inspect.Signature([inspect.Parameter(n, kind) for n in self._params])
         self._specs: dict[tuple, list] = {}
         self._plans: dict[tuple, _Plan] = {}
         self.__name__ = getattr(base, "__name__", "vmapped")
@@ -817,6 +819,11 @@ def vmap(
     >>> srctrans.vmap(l1, in_axes=(0, None))(xs, xs[0])   # doctest: +SKIP
     array([0., 4., 8.])
     """
+    from .. import algebra
+
+    parts = fn if isinstance(fn, algebra.Outputs) else algebra.outputs_of(fn)
+    if parts is not None:  # value_and_grad: each output batched, out_axes one per output
+        return algebra.vmap_outputs(parts, in_axes, out_axes, axis_size, axis_name, method)
     return VMapped(fn, in_axes, out_axes, axis_size, axis_name, method)
 
 

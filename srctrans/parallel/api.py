@@ -402,4 +402,11 @@ def pmap(
     >>> srctrans.pmap(center, axis_name="i")(np.arange(4.0))   # doctest: +SKIP
     array([-1.5, -0.5,  0.5,  1.5])
     """
+    from .. import algebra
+
+    parts = fn if isinstance(fn, algebra.Outputs) else algebra.outputs_of(fn)
+    if parts is not None:  # value_and_grad: each output mapped, out_axes one per output
+        return algebra.pmap_outputs(parts, axis_name, in_axes, out_axes, devices, backend)
+    if algebra.opaque(fn) and not isinstance(fn, PMapped):  # vmap, a Jacobian: as vmap on the CPU host
+        return algebra.HostMapped(fn, axis_name, in_axes, out_axes, devices, backend)
     return PMapped(fn, axis_name, in_axes, out_axes, devices, backend)

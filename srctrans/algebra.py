@@ -445,3 +445,32 @@ class HostMapped:
 
     def __repr__(self) -> str:
         return f"<srctrans.pmap {self.__qualname__} (as vmap on the CPU host)>"
+
+
+# ---------------------------------------------------------------- a grad called with pytrees
+
+
+def structured_grad(fn: Any, args: Sequence) -> Callable | None:
+    """Of a ``grad`` called with pytree arguments: its adjoint file for their structures, in the
+    variant that takes them whole and returns the gradient in its argument's structure (dicts
+    included), compiled as ``fn`` is -- what ``jacfwd``, ``jacrev``, ``jvp`` and ``vjp`` of the grad
+    transform. None for anything else."""
+    from .api import Grad, jit
+    from .boundary import is_container
+    from .nesting import adjoint_function
+    from .tangents import visible_params
+
+    if not isinstance(fn, Grad) or fn._with_value or not any(is_container(a) for a in args):
+        return None
+    visible = visible_params(fn._fn)
+    if len(args) != len(visible):
+        return None  # the grad's own call says what is wrong
+    trees = {name: tree_flatten(a)[1] for name, a in zip(visible, args) if is_container(a)}
+    key = ("_structured_for", tuple(sorted(trees.items())))
+    found = fn.__dict__.get(key)
+    if found is None:
+        found = adjoint_function(fn, trees=trees)
+        if fn._compile:
+            found = jit(found, **{k: v for k, v in fn._init_options.items() if not k.startswith("_")})
+        fn.__dict__[key] = found
+    return found

@@ -558,6 +558,9 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     special = algebra.vjp(fn, primals, has_aux)  # vmap, a Jacobian, value_and_grad: no one file
     if special is not None:
         return special
+    structured = algebra.structured_grad(fn, primals)  # a grad of pytree arguments: its file for their structures
+    if structured is not None:
+        return vjp(structured, *primals, has_aux=has_aux)
     compiled = isinstance(fn, Jitted) and fn._compile
     if isinstance(fn, Grad):  # vjp of a gradient: of its adjoint file, never of the function it differentiates
         try:

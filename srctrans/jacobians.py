@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,9 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     state: dict[str, Any] = {"argnums": argnums, "has_aux": has_aux}
 
     def jacobian(*args):
+        structured = algebra.structured_grad(fn, args)
+        if structured is not None:  # a grad of pytree arguments: its file for their structures
+            return _of_structured(state, structured, args, lambda f: jacfwd(f, argnums=argnums, has_aux=has_aux))
         target, _ = (fn, None) if not isinstance(fn, Jitted) else (fn._fn, None)
         visible = visible_params(target)
         refuse_complex("jacfwd", visible, args)
@@ -195,6 +199,15 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     return _jacobian_wrapper(jacobian, fn, state, lambda f: jacfwd(f, argnums=argnums, has_aux=has_aux))
 
 
+def _of_structured(state: dict, structured: Callable, args: tuple, make: Callable) -> Any:
+    """The Jacobian (``make``) of a grad's structured adjoint file, one per pytree structure."""
+    made = state.setdefault("structured", {})
+    if id(structured) not in made:
+        made[id(structured)] = (structured, make(structured))
+    state["vmapped"] = made[id(structured)][1]._srctrans_state.get("vmapped")
+    return made[id(structured)][1](*args)
+
+
 def _jacobian_of_jacobian(inner: Callable, argnums, has_aux: bool, who: str) -> Callable:
     """``jacfwd``/``jacrev`` of a Jacobian of ``f`` (any of the four pairs, and again for third
     derivatives): every derivative ``f^(n)(x)[e_i, e_j, ...]`` at once, by ``vmap`` over the tuples
@@ -224,7 +237,7 @@ def _nth_jacobian(fn: Callable, chain: tuple, has_aux: bool, who: str) -> Callab
         refuse_complex(who, visible, args)
         nums = [_jacobian_args(who, k, visible, args)[1][0] for k in chain]
         if any(is_container(a) for a in args):
-            raise TypeError(f"{who} of a Jacobian takes arrays and numbers as arguments, not pytrees, yet")
+            return _nth_of_trees(fn, nums, compiled, state, args, who)
         if "vmapped" not in state:
             level = user
             for depth, k in enumerate(nums):
@@ -248,6 +261,87 @@ def _nth_jacobian(fn: Callable, chain: tuple, has_aux: bool, who: str) -> Callab
         return blocks.reshape(shape + sum((w.shape for w in wrt), ()))
 
     return _jacobian_wrapper(jacobian, fn, state, lambda f: _nth_jacobian(f, chain, has_aux, who))
+
+
+def _nth_of_trees(fn: Callable, chain_nums: list[int], compiled: bool, state: dict, args: tuple, who: str):
+    """:func:`_nth_jacobian` of a function of pytree arguments: the tangent files (one per order) of
+    its file for these structures, which takes their leaves (of a grad: the adjoint file returning
+    the gradient's leaves). Arranged as JAX's: the output's structure holding the first
+    differentiated argument's, holding the second's ..."""
+    from .nesting import tangent_function
+
+    target = fn._fn if isinstance(fn, Jitted) else fn
+    visible = visible_params(target)
+    if isinstance(fn, Grad):
+        if fn._with_value or fn._grad_args["has_aux"]:
+            raise TypeError(f"{who} of a Jacobian of value_and_grad or of a grad with has_aux takes no pytrees yet")
+        nums = tuple(visible.index(n) for n in fn._wrt)
+        runner = Jitted(target, _transform=Transform("grad", (("wrt", fn._wrt), ("grads_only", True))), _compile=False)
+        runner._wrt = fn._wrt
+        out_tree = tree_flatten(args[nums[0]] if fn._single else tuple(args[k] for k in nums))[1]
+    else:
+        runner = Jitted(target, _compile=False)
+        out_tree = None
+    spec, call_args = runner._prepare(tuple(args), {})
+    params = spec.gen.meta["params"]
+    if any(m[0] not in ("arg", "leaf") for m in params) or (out_tree is None and spec.returns is not None):
+        raise TypeError(f"{who} of a Jacobian of this function (a method, static arguments, a dict result) is not supported yet")
+    names = list(inspect.signature(spec.python).parameters)
+    positions = [[i for i, m in enumerate(params) if m[1] == visible[k]] for k in chain_nums]
+    made = state.setdefault("trees", {})
+    if id(spec) not in made:
+        level, count = spec.python, len(names)
+        for pos in positions:
+            level = tangent_function(level, count, wrt=tuple(names[i] for i in pos))
+            count += len(pos)
+        vmapped = VMapped(level, (None,) * len(names) + (0,) * (count - len(names)), 0)
+        made[id(spec)] = (spec, jit(vmapped) if compiled else vmapped)
+    vmapped = made[id(spec)][1]
+    state["vmapped"] = vmapped
+    leaves = [[call_args[i] for i in pos] for pos in positions]
+    sizes = [[int(np.size(x)) for x in level] for level in leaves]
+    totals = [sum(s) for s in sizes]
+    rows = np.indices(totals).reshape(len(totals), -1)  # one row per tuple of basis vectors, the first slowest
+    bases = []
+    for level, level_sizes, n, r in zip(leaves, sizes, totals, rows):
+        eye = np.eye(n)[r]
+        at = 0
+        for x, size in zip(level, level_sizes):
+            bases.append(eye[:, at:at + size].reshape((-1,) + np.shape(x)).astype(leaf_dtype(x)))
+            at += size
+    blocks = vmapped(*call_args, *bases)
+    for _ in chain_nums:  # (out, t_1) -> ((out, t_1), (t_2, t_12)) -> ...: the last entry, every order
+        blocks = blocks[1]
+    flat, produced = tree_flatten(blocks)
+    if out_tree is None:
+        out_tree = produced
+    if out_tree.num_leaves != len(flat):
+        raise RuntimeError(f"{who}: the tangent file returned another structure than expected")  # never expected
+    count = rows.shape[1]
+    arranged = []
+    for block in flat:
+        block = np.asarray(block)
+        out_shape = block.shape[1:]
+        block = np.broadcast_to(block, (count,) + out_shape).reshape(tuple(totals) + out_shape)
+        per_leaf = []
+        for combo in itertools.product(*(range(len(level)) for level in leaves)):
+            index, shape = [], ()
+            for d, j in enumerate(combo):
+                at = sum(sizes[d][:j])
+                index.append(slice(at, at + sizes[d][j]))
+                shape += np.shape(leaves[d][j])
+            part = block[tuple(index)].reshape(shape + out_shape)
+            per_leaf.append(np.moveaxis(part, list(range(len(shape), len(shape) + len(out_shape))), list(range(len(out_shape)))))
+        arranged.append(per_leaf)
+    level_trees = [tree_flatten(args[k])[1] for k in chain_nums]
+
+    def nest(o: int, depth: int, at: int):
+        if depth == len(level_trees):
+            return arranged[o][at]
+        width = int(np.prod([len(level) for level in leaves[depth + 1:]]))
+        return level_trees[depth].unflatten([nest(o, depth + 1, at + j * width) for j in range(len(leaves[depth]))])
+
+    return out_tree.unflatten([nest(o, 0, 0) for o in range(len(flat))])
 
 
 def _jacfwd_batched(run: Tangents, fn: Callable, args: tuple, flat_in: list, state: dict):
@@ -327,6 +421,9 @@ def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     state: dict[str, Any] = {"argnums": argnums, "has_aux": has_aux}
 
     def jacobian(*args):
+        structured = algebra.structured_grad(fn, args)
+        if structured is not None:  # a grad of pytree arguments: its file for their structures
+            return _of_structured(state, structured, args, lambda f: jacrev(f, argnums=argnums, has_aux=has_aux))
         target, compiled = forward_target(fn)
         visible = visible_params(target)
         refuse_complex("jacrev", visible, args)

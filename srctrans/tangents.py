@@ -218,12 +218,13 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
     if not isinstance(tangents, (tuple, list)):
         raise TypeError(f"jvp: tangents must be a tuple with one entry per argument, got {type(tangents).__name__}")
     primals, tangents = tuple(primals), tuple(tangents)
-    special = algebra.jvp(fn, primals, tangents, has_aux)  # vmap, a Jacobian, value_and_grad: no one file
-    if special is not None:
-        return special
-    structured = algebra.structured_grad(fn, primals)  # a grad of pytree arguments: its file for their structures
-    if structured is not None:
-        return jvp(structured, primals, tangents, has_aux)
+    if not inspect.isfunction(fn) or hasattr(fn, "_srctrans_state"):  # (a plain function goes straight on)
+        special = algebra.jvp(fn, primals, tangents, has_aux)  # vmap, a Jacobian, value_and_grad: no one file
+        if special is not None:
+            return special
+        structured = algebra.structured_grad(fn, primals)  # a grad of pytree arguments: its file for their structures
+        if structured is not None:
+            return jvp(structured, primals, tangents, has_aux)
     fast = _fast_jvp(fn, primals, tangents, has_aux) if len(primals) == len(tangents) else None
     if fast is not None:
         return fast

@@ -16,7 +16,7 @@ In compiled mode every case is also compared with the same case run as Python
 Run as a script for the whole matrix and its numbers (the test file runs it as Python, plus a
 compiled sample)::
 
-    python -m tests.composition_matrix [--compiled] [--backend cpu|cuda|dask] [--only pmap]
+    python -m tests.composition_matrix [--compiled] [--backend cpu|cuda|dask] [--only pmap] [--max-depth 2]
 """
 
 from __future__ import annotations
@@ -509,12 +509,12 @@ def load_module(folder: Path, name="matrix_user"):
         sys.path.remove(str(folder))
 
 
-def all_cases(module, only=None, bases=None):
+def all_cases(module, only=None, bases=None, max_depth=3):
     for base in BASES.values():
         if bases and base.name not in bases:
             continue
         plain = getattr(module, base.name)
-        for comp in compositions(base, plain):
+        for comp in compositions(base, plain, max_depth):
             if only and only not in comp:
                 continue
             yield base, comp
@@ -526,6 +526,7 @@ def main(argv=None):
     parser.add_argument("--backend", default="cpu", choices=("cpu", "cuda", "dask"))
     parser.add_argument("--only", help="only compositions containing this layer")
     parser.add_argument("--bases", nargs="*")
+    parser.add_argument("--max-depth", type=int, default=3, help="compositions of at most this many layers")
     parser.add_argument("--json", help="write the outcomes here")
     parser.add_argument("--folder", help="where the user module (and its __srctrans__) goes")
     ns = parser.parse_args(argv)
@@ -537,7 +538,7 @@ def main(argv=None):
         from srctrans import distributed
 
         distributed.connect(n_workers=2, env={"SRCTRANS_CACHE_DIR": str(folder / "workers")})
-    cases = list(all_cases(module, ns.only, ns.bases))
+    cases = list(all_cases(module, ns.only, ns.bases, ns.max_depth))
     outcomes = []
     start = time.perf_counter()
     for base, comp in cases:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import srctrans
+from srctrans.tree import tree_flatten
 
 from .conftest import module_from_text
 
@@ -287,3 +288,78 @@ def test_pmap_of_a_vmap_or_a_jacobian_runs_as_vmap_on_the_cpu(alg, monkeypatch):
         srctrans.pmap(srctrans.jacfwd(alg.loss), in_axes=(0, None))(np.ones((3, 3)), XS)
     with pytest.raises(TypeError, match="backend='dask'.*not supported yet"):
         srctrans.pmap(srctrans.jacfwd(alg.loss), backend="dask")
+
+
+TREES = """
+import numpy as np
+
+
+def predict(params, x):
+    W, b = params
+    return np.tanh(x @ W + b)
+
+
+def tuple_loss(params, x):
+    return np.sum(predict(params, x) ** 2)
+
+
+def dict_loss(params, x):
+    h = np.tanh(x @ params["layer"]["W"] + params["layer"]["b"])
+    return np.sum((h * params["scale"]) ** 2)
+"""
+
+
+@pytest.fixture(scope="module")
+def trees_mod(tmp_path_factory):
+    with module_from_text(tmp_path_factory.mktemp("compositions_trees"), "compositions_trees_user", TREES) as module:
+        yield module
+
+
+def _leaves(tree):
+    return tree_flatten(tree)[0]
+
+
+def test_jacobians_of_jacobians_of_pytree_arguments(trees_mod):
+    """Before: refused ("takes arrays and numbers as arguments, not pytrees, yet"). The blocks
+    nest as JAX's: the output's structure, holding the first argument's, holding the second's."""
+    r = np.random.default_rng(5)
+    params = (r.normal(size=(3, 2)) * 0.5, r.normal(size=2) * 0.1)
+    x = np.array([0.3, -0.2, 0.5])
+    got = srctrans.jacrev(srctrans.jacfwd(trees_mod.tuple_loss))(params, x)
+    want = srctrans.hessian(trees_mod.tuple_loss)(params, x)
+    assert isinstance(got, tuple) and isinstance(got[0], tuple) and got[0][1].shape == (3, 2, 2)
+    for g, w in zip(_leaves(got), _leaves(want)):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+    third = srctrans.jacfwd(srctrans.jacfwd(srctrans.grad(trees_mod.tuple_loss)), argnums=1)(params, x)
+    hess = srctrans.hessian(trees_mod.tuple_loss)
+    eps = 1e-6
+    for i in range(3):
+        d = np.zeros(3)
+        d[i] = eps
+        num = [(a - b) / (2 * eps) for a, b in zip(_leaves(hess(params, x + d)), _leaves(hess(params, x - d)))]
+        for g, n in zip(_leaves(third), num):
+            np.testing.assert_allclose(g[..., i], n, rtol=1e-6, atol=1e-8)
+
+
+def test_derivatives_of_a_grad_of_dict_params(trees_mod):
+    """Before: refused inside srctrans's own grad file ("passing params (a dict ...) to a function")."""
+    params = {"layer": {"W": np.array([[0.2, -0.1], [0.4, 0.3], [-0.5, 0.1]]), "b": np.array([0.1, -0.2])},
+              "scale": np.array([1.5, 0.5])}
+    x = np.array([0.3, -0.2, 0.5])
+    g = srctrans.grad(trees_mod.dict_loss)
+    hess = srctrans.hessian(trees_mod.dict_loss)(params, x)
+    for jac in (srctrans.jacfwd, srctrans.jacrev):
+        got = jac(g)(params, x)
+        assert set(got) == {"layer", "scale"} and set(got["layer"]["W"]) == {"layer", "scale"}
+        for a, b in zip(_leaves(got), _leaves(hess)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    t = {"layer": {"W": np.ones((3, 2)), "b": np.zeros(2)}, "scale": np.array([1.0, -1.0])}
+    _, hv = srctrans.jvp(g, (params, x), (t, np.zeros(3)))
+    _, pullback = srctrans.vjp(g, params, x)
+    vh = pullback(t)[0]
+    flat_t = np.concatenate([np.ravel(v) for v in _leaves(t)])
+    sizes = [np.size(v) for v in _leaves(params)]
+    dense = np.block([[np.reshape(hess_block, (a, b)) for hess_block, b in zip(_leaves(row), sizes)]
+                      for row, a in zip([hess["layer"]["W"], hess["layer"]["b"], hess["scale"]], sizes)])
+    np.testing.assert_allclose(np.concatenate([np.ravel(v) for v in _leaves(hv)]), dense @ flat_t, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(np.concatenate([np.ravel(v) for v in _leaves(vh)]), flat_t @ dense, rtol=1e-12, atol=1e-14)

@@ -5,7 +5,13 @@ that Numba compiles; nothing is traced, so Python control flow, ``print`` and
 pdb keep working.
 """
 
-from . import distributed, parallel, random, sharding  # noqa: E402,F401  (parallel first: srctrans.runtime imports its collectives)
+from . import (  # noqa: E402,F401  (parallel first: srctrans.runtime imports its collectives)
+    algebra,  # noqa: E402,F401  (last: it registers itself, and imports the transformations)
+    distributed,
+    parallel,
+    random,
+    sharding,
+)
 from .ad.custom import custom_vjp, stop_gradient  # noqa: E402
 from .ad.custom_jvp import custom_jvp  # noqa: E402
 from .api import grad, jit, source, source_path, value_and_grad, vjp  # noqa: E402

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from . import faces
 from .boundary import differentiable, leaf_dtype, zero_tangent
 from .tree import tree_flatten, tree_map, tree_unflatten
 
@@ -474,3 +476,6 @@ def structured_grad(fn: Any, args: Sequence) -> Callable | None:
             found = jit(found, **{k: v for k, v in fn._init_options.items() if not k.startswith("_")})
         fn.__dict__[key] = found
     return found
+
+
+faces.register(algebra=sys.modules[__name__])

@@ -533,7 +533,9 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, 
     >>> round(float(srctrans.grad(tanh)(1.0)), 7)   # doctest: +SKIP
     0.4199743
     """
-    from . import algebra
+    from .faces import face
+
+    algebra = face("algebra")
 
     special = algebra.grad(fn, argnums, has_aux, with_value=False)  # of a vmap, a Jacobian: no one file
     if special is not None:
@@ -543,7 +545,9 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, 
 
 def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, allow_int: bool = False) -> Grad:
     """Like :func:`grad`, returning ``(value, gradient)`` (``((value, aux), gradient)`` with ``has_aux``)."""
-    from . import algebra
+    from .faces import face
+
+    algebra = face("algebra")
 
     special = algebra.grad(fn, argnums, has_aux, with_value=True)
     if special is not None:
@@ -553,7 +557,9 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool
 
 def vjp(fn: Callable, *primals, has_aux: bool = False):
     """``(out, vjp_fn)``: ``vjp_fn(cotangent)`` gives one cotangent per primal, like ``jax.vjp``."""
-    from . import algebra
+    from .faces import face
+
+    algebra = face("algebra")
 
     special = algebra.vjp(fn, primals, has_aux)  # vmap, a Jacobian, value_and_grad: no one file
     if special is not None:

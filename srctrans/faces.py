@@ -13,7 +13,8 @@ every face is registered before any function is transformed.
 
 The faces (:data:`FACES`): the API's transformations (``jit grad value_and_grad vjp jvp
 linearize jacfwd jacrev hessian``, and ``vmap``) and the classes of what they return
-(``Jitted``, ``Grad``, ``VMapped``).
+(``Jitted``, ``Grad``, ``VMapped``), and ``algebra``: :mod:`srctrans.algebra`, which the
+transformations consult for what has no one file to transform (it imports them all).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ __all__ = ["API_TRANSFORMATIONS", "FACES", "api_transformation", "face", "is_ins
 
 # the transformations that are not vmap (srctrans.api, srctrans.tangents, srctrans.jacobians)
 API_TRANSFORMATIONS = ("jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian")
-FACES = frozenset(API_TRANSFORMATIONS) | {"vmap", "Jitted", "Grad", "VMapped"}
+FACES = frozenset(API_TRANSFORMATIONS) | {"vmap", "Jitted", "Grad", "VMapped", "algebra"}
 
 _registered: dict[str, Any] = {}
 

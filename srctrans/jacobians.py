@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import algebra, faces
+from . import faces
 from .api import Grad, Jitted, grad, jit, vjp
 from .batching import VMapped
 from .boundary import differentiable, is_container, leaf_dtype, refuse_complex, zero_tangent
@@ -153,6 +153,7 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     pytrees (the result nests the inputs' structure in the output's). ``argnums`` a tuple
     gives a tuple per output leaf. With ``has_aux`` the result is ``(jacobian, aux)``.
     """
+    algebra = faces.face("algebra")
     special = algebra.derivative(fn, "jacfwd", argnums, has_aux)  # vmap, value_and_grad ...: the algebra's identities
     if special is not None:
         return special
@@ -413,6 +414,7 @@ def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     (primals unbatched, cotangents batched), vectorized or looped as :func:`jacfwd`. Same
     shapes and structure as :func:`jacfwd` (``out.shape + in.shape``).
     """
+    algebra = faces.face("algebra")
     special = algebra.derivative(fn, "jacrev", argnums, has_aux)  # vmap, value_and_grad ...: the algebra's identities
     if special is not None:
         return special
@@ -530,6 +532,7 @@ def hessian(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     each leaf holding the arguments' structure of ``grad_leaf.shape + arg_leaf.shape`` blocks,
     as ``jax.hessian`` returns.
     """
+    algebra = faces.face("algebra")
     parts = fn if isinstance(fn, algebra.Outputs) else algebra.outputs_of(fn)
     if parts is not None:  # value_and_grad: the Hessian of each output
         return parts.map(lambda p, _: hessian(p, argnums=argnums))

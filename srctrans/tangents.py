@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import algebra, faces
+from . import faces
 from .api import Grad, Jitted
 from .boundary import COMPLEX_REFUSED, any_tree, differentiable, in_output_dtypes, leaf_dtype, zero_tangent
 from .capture import unwrap
@@ -219,6 +219,7 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
         raise TypeError(f"jvp: tangents must be a tuple with one entry per argument, got {type(tangents).__name__}")
     primals, tangents = tuple(primals), tuple(tangents)
     if not inspect.isfunction(fn) or hasattr(fn, "_srctrans_state"):  # (a plain function goes straight on)
+        algebra = faces.face("algebra")
         special = algebra.jvp(fn, primals, tangents, has_aux)  # vmap, a Jacobian, value_and_grad: no one file
         if special is not None:
             return special

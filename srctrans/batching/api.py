@@ -819,7 +819,9 @@ def vmap(
     >>> srctrans.vmap(l1, in_axes=(0, None))(xs, xs[0])   # doctest: +SKIP
     array([0., 4., 8.])
     """
-    from .. import algebra
+    from ..faces import face
+
+    algebra = face("algebra")
 
     parts = fn if isinstance(fn, algebra.Outputs) else algebra.outputs_of(fn)
     if parts is not None:  # value_and_grad: each output batched, out_axes one per output

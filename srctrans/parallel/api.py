@@ -402,7 +402,9 @@ def pmap(
     >>> srctrans.pmap(center, axis_name="i")(np.arange(4.0))   # doctest: +SKIP
     array([-1.5, -0.5,  0.5,  1.5])
     """
-    from .. import algebra
+    from ..faces import face
+
+    algebra = face("algebra")
 
     parts = fn if isinstance(fn, algebra.Outputs) else algebra.outputs_of(fn)
     if parts is not None:  # value_and_grad: each output mapped, out_axes one per output

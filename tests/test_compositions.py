@@ -214,11 +214,6 @@ def alg(tmp_path_factory):
         yield module
 
 
-def _stacked_jacobian(f, w):
-    """d f(w) / d w by central differences, every entry of a batched ``w``."""
-    return numeric_jacobian(f, w)
-
-
 def test_value_and_grad_is_two_outputs_under_every_transformation(alg):
     """Before: refused under vmap, pmap, jacfwd, jacrev, hessian, jvp and vjp."""
     vg = srctrans.value_and_grad(alg.loss)

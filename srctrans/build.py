@@ -19,6 +19,7 @@ from .capture import Captured, capture
 from .emit import ModuleSpec, clean_signature, render
 from .errors import SrcTransError, UnsupportedSyntaxError
 from .fence import fence
+from .lifting import lift
 from .nested_calls import Nested, loop_node
 from .nesting import function_copy
 from .normal_form import (
@@ -57,9 +58,13 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
     nested = Nested(transform.name, compiled=dict(transform.options).get("compiled", False))
 
     def add(pf: ParsedFunction, emit_name: str) -> Unit:
-        fence(pf)
         is_entry = pf is entry_pf
-        pf, introduced = nested.rewrite(pf, set(namespace))  # calls of srctrans.jvp ... as calls of generated files
+        pf, lifted = lift(pf)  # lambdas and defs inside: functions of their own
+        fence(pf)
+        pf, introduced = nested.rewrite(pf, set(namespace), lifted)  # calls of srctrans.jvp ... as calls of generated files
+        if lifted:
+            read = scan(pf.node).free
+            introduced = {**{name: fn for name, fn in lifted.items() if name in read}, **introduced}
         unit = Unit(pf, emit_name)
         unit.specialize = specializer(unit)
         by_fn[id(pf.captured.fn)] = unit

@@ -39,6 +39,7 @@ class Captured:
     qualname: str
     bound_args: tuple = ()
     bound_kwargs: dict = field(default_factory=dict)
+    text: str | None = None  # the function's own text where the file does not hold it (a lifted inner function)
 
     @property
     def name(self) -> str:
@@ -78,6 +79,8 @@ class Captured:
     @property
     def source(self) -> str:
         """The function's own lines (the definition block), for hashing and messages."""
+        if self.text is not None:
+            return self.text
         lines = self.file_text.splitlines(keepends=True)[self.firstlineno - 1 :]
         if self.kind == "lambda":
             return "".join(lines[:1])
@@ -155,6 +158,11 @@ def unwrap(obj: Callable) -> tuple[types.FunctionType, str, tuple, dict]:
 def capture(obj: Callable) -> Captured:
     """Capture ``obj``'s function, its source file text and its bound arguments."""
     fn, kind, args, kwargs = unwrap(obj)
+    lifted = getattr(fn, "__srctrans_lifted__", None)
+    if lifted is not None:  # a lambda or def inside a transformed function, lifted (srctrans.lifting)
+        outer = lifted.outer.captured
+        return Captured(fn, kind, outer.filename, outer.file_text, lifted.line, outer.module_name, fn.__qualname__,
+                        args, kwargs, lifted.text)
     code = fn.__code__
     filename = code.co_filename
     # the file as it is now, not as linecache first read it: after an edit and

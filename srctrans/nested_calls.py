@@ -26,6 +26,7 @@ user's line, saying what to write instead.
 from __future__ import annotations
 
 import ast
+import inspect
 import types
 from collections import ChainMap
 from collections.abc import Callable
@@ -69,15 +70,16 @@ class Nested:
         self.standins: dict[int, Exception] = {}
         self.loops: dict[str, tuple[Any, str, Callable]] = {}  # name of a vmapped function -> (it, name and function it batches)
 
-    def rewrite(self, pf: ParsedFunction, taken: set[str]) -> tuple[ParsedFunction, dict[str, Callable]]:
+    def rewrite(self, pf: ParsedFunction, taken: set[str], lifted: dict[str, Callable] | None = None) -> tuple[ParsedFunction, dict[str, Callable]]:
         """``pf`` with its calls of transformations rewritten, and the names it now reads from the file.
 
         ``taken``: the names already used in the generated file, which a new name must avoid
-        unless it names the same function.
+        unless it names the same function. ``lifted``: the functions :mod:`srctrans.lifting` made
+        of the lambdas and defs inside, by the names the body now calls them.
         """
         if not reads_srctrans(pf.captured):
             return pf, {}
-        rewriter = _Rewriter(self, pf, taken)
+        rewriter = _Rewriter(self, pf, taken, lifted or {})
         node = pf.node
         if isinstance(node, cst.Lambda):  # as a def, so that a part of a jvp's pair can be unpacked before the return
             node = rewriter.as_def(node)
@@ -89,10 +91,11 @@ class Nested:
 
 
 class _Rewriter(cst.CSTTransformer):
-    def __init__(self, nested: Nested, pf: ParsedFunction, taken: set[str]) -> None:
+    def __init__(self, nested: Nested, pf: ParsedFunction, taken: set[str], lifted: dict[str, Callable]) -> None:
         super().__init__()
         self.nested = nested
         self.pf = pf
+        self.lifted = lifted
         names = scan(pf.node)
         self.local = names.local | frozenset(names.params)
         self.used = set(names.all) | set(taken)
@@ -173,6 +176,8 @@ class _Rewriter(cst.CSTTransformer):
     def value(self, expr: cst.BaseExpression) -> tuple[bool, Any]:
         """``(True, value)`` for a global or closure name (or an attribute of one), else ``(False, None)``."""
         if isinstance(expr, cst.Name):
+            if expr.value in self.lifted:
+                return True, self.lifted[expr.value]
             if expr.value in self.local:
                 return False, None
             cap = self.pf.captured
@@ -353,6 +358,12 @@ class _Rewriter(cst.CSTTransformer):
                 ) or updated
         return updated
 
+    def _reads_lifted(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` (a jvp's function) is a lifted inner function, or a transformation of one."""
+        while isinstance(expr, cst.Call) and expr.args:
+            expr = expr.args[0].value
+        return isinstance(expr, cst.Name) and expr.value in self.lifted
+
     def _nest(self, expr: cst.BaseExpression) -> bool:
         """Whether ``expr`` is a vmap of a vmapped function: a known one, or written as
         ``srctrans.vmap(srctrans.vmap(f, ...), ...)``."""
@@ -462,7 +473,9 @@ class _Rewriter(cst.CSTTransformer):
                 original, f"{what} needs its primals and tangents written out as tuples",
                 "write srctrans.jvp(f, (x, y), (v, w)), one entry per argument of f",
             ) or updated
-        if len(primals.elements) != len(tangents.elements):
+        # a lambda or def inside, lifted (srctrans.lifting): the names it reads follow the primals, held constant
+        held = len(primals.elements) - len(tangents.elements) if self._reads_lifted(fun) else 0
+        if len(primals.elements) != len(tangents.elements) + held:
             return self.refuse(original, f"{what}: {len(primals.elements)} primals but {len(tangents.elements)} tangents",
                                "give one tangent per primal") or updated
         fn = self.function_of(fun, original, what)
@@ -470,12 +483,18 @@ class _Rewriter(cst.CSTTransformer):
             return updated
         nargs = len(primals.elements)
         try:
-            tangent = tangent_function(fn, nargs)
+            wrt = None
+            if held:
+                from .capture import unwrap
+
+                pyfn, _, bound, _ = unwrap(fn)
+                wrt = tuple(inspect.signature(pyfn).parameters)[len(bound):][: nargs - held]
+            tangent = tangent_function(fn, nargs, wrt)
         except (TypeError, ValueError) as err:
             return self.refuse(original, f"{what}: {err}", "call srctrans.jvp outside the function instead") or updated
         stem = f"{_stem(fn)}{'_grad' if is_instance(fn, 'Grad') else ''}_jvp"  # f_grad_jvp: H @ v
         args = [cst.Arg(el.value) for el in (*primals.elements, *tangents.elements)]
-        made = self.call(("jvp", id(fn), nargs), stem, lambda: tangent, args, original)
+        made = self.call(("jvp", id(fn), nargs, held), stem, lambda: tangent, args, original)
         self.pairs.add(made.func.value)
         return made
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +103,9 @@ class _FindLambda(cst.CSTVisitor):
 
 def parse_function(cap: Captured) -> ParsedFunction:
     """Find the captured function's node in its parsed file."""
+    lifted = getattr(cap.fn, "__srctrans_lifted__", None)
+    if lifted is not None:  # an inner function lifted out of the function it was in (srctrans.lifting)
+        return ParsedFunction(cap, lifted.outer.module, lifted.node, ChainMap(lifted.positions, lifted.outer.positions))
     try:
         module, positions = parse_text(cap.file_text)
     except cst.ParserSyntaxError as err:

@@ -62,9 +62,10 @@ def dict_mlp(params, x, y):
 
 
 def euler(x, dt):
+    rhs = lambda s: np.sin(s) - 0.5 * s ** 3
     state = x
     for _ in range(4):
-        state = state + dt * (np.sin(state) - 0.5 * state ** 3)
+        state = state + dt * rhs(state)
     return np.sum(state ** 2)
 
 

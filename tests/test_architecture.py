@@ -20,7 +20,7 @@ LAYERS = [
     ("ground", ("srctrans.errors", "srctrans.config", "srctrans.version", "srctrans.backend", "srctrans.tree", "srctrans.rules", "srctrans.runtime",
                 "srctrans.subclasses", "srctrans.ad.custom", "srctrans.ad.custom_jvp", "srctrans.parallel.collectives",
                 "srctrans.parallel.devices", "srctrans.faces", "srctrans.boundary", "srctrans.sharding")),
-    ("source", ("srctrans.capture", "srctrans.parse", "srctrans.fence", "srctrans.cache", "srctrans.emit", "srctrans.statics", "srctrans.variant",
+    ("source", ("srctrans.capture", "srctrans.parse", "srctrans.fence", "srctrans.lifting", "srctrans.cache", "srctrans.emit", "srctrans.statics", "srctrans.variant",
                 "srctrans.library_functions", "srctrans.analysis.names", "srctrans.analysis.resolve")),
     ("normal form", ("srctrans.analysis", "srctrans.passes", "srctrans.normal_form")),
     ("transformations", ("srctrans.ad", "srctrans.batching.generate", "srctrans.batching.vectorize", "srctrans.batching.tuples",

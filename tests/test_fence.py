@@ -7,11 +7,11 @@ import pytest
 import srctrans
 
 # (construct, the offending statement inside `def f(x):`, text expected in the message,
-#  column (1-based, as printed) where the caret starts)
+#  column (1-based, as printed) where the caret starts). Lambdas and defs inside are lifted
+#  (tests/test_lifting.py, with what cannot be: nonlocal, recursion, defaults)
 CASES = [
     ("yield", "    yield x", "generators (yield)", 5),
     ("global", "    global G", "global statements", 5),
-    ("nonlocal", "    def g():\n        nonlocal x", "functions defined inside", 5),
     ("try", "    try:\n        x = 1\n    except Exception:\n        pass", "try/except", 5),
     ("with", "    with open('a') as fh:\n        pass", "with statements", 5),
     ("class", "    class C:\n        pass", "classes defined inside", 5),
@@ -23,8 +23,6 @@ CASES = [
     ("set comprehension", "    return {k for k in x}", "set comprehensions", 12),
     ("walrus", "    if (n := len(x)) > 1:\n        pass", "assignment expressions", 9),
     ("match", "    match x:\n        case 1:\n            pass", "match statements", 5),
-    ("inner lambda", "    g = lambda v: v\n    return g(x)", "lambdas inside", 9),
-    ("inner def", "    def g(v):\n        return v\n    return g(x)", "functions defined inside", 5),
     ("star unpacking", "    a, *rest = x", "star unpacking", 8),
     ("star call", "    return max(*x)", "star arguments", 16),
     ("attribute write", "    x.attr = 1", "writes to attributes", 5),

@@ -35,9 +35,10 @@ import numpy as np
 
 from . import faces
 from .boundary import differentiable, leaf_dtype, zero_tangent
+from .errors import SrcTransError, UnsupportedSyntaxError
 from .tree import tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["Outputs", "VMapDerivative", "HostMapped", "opaque", "outputs_of"]
+__all__ = ["DeviceGlue", "FlatMapped", "HostMapped", "Outputs", "VMapDerivative", "opaque", "outputs_of"]
 
 
 def opaque(fn: Any) -> bool:
@@ -447,6 +448,315 @@ class HostMapped:
 
     def __repr__(self) -> str:
         return f"<srctrans.pmap {self.__qualname__} (as vmap on the CPU host)>"
+
+
+class FlatMapped:
+    """``pmap`` of a ``vmap`` on any backend: the vmap's examples are more examples of the pmap,
+    ``pmap(vmap(g, A, O), B, P)(*args)`` = ``pmap(g)`` over the ``n * m`` pairs (pmap example,
+    vmap example), regrouped: device ``d`` still runs its ``n / D`` examples with all ``m`` of
+    theirs, each one file per device as any pmap of ``g`` (``g`` a vmap again: the same, once
+    more). An argument mapped by one of the two alone is repeated along the other. ``g`` runs with
+    no axis name: a collective inside it (over the pmap's or the vmap's axis) is refused there."""
+
+    def __init__(self, vm: Any, axis_name, in_axes, out_axes, devices, backend) -> None:
+        from .parallel.devices import check_backend
+
+        self.backend = check_backend(backend)
+        self.__name__ = self.__qualname__ = _name_of(vm)
+        self._vm = vm
+        self.axis_name, self.in_axes, self.out_axes = axis_name, in_axes, out_axes
+        self._devices_arg = devices
+        self._params = list(vm._params)
+        self.__signature__ = _signature_of(self._params)
+        self._srctrans_state: dict = {}
+        self._pmaps: dict[tuple, Any] = {}
+        self._last: Any = None
+
+    def devices(self):
+        from .parallel.api import PMapped
+
+        return PMapped.devices(self)  # type: ignore[arg-type]
+
+    def __call__(self, *args):
+        from .batching.api import axes_for_leaves
+        from .parallel import pmap
+
+        if len(args) != len(self._params):
+            raise TypeError(f"{self.__qualname__} takes {len(self._params)} arguments, got {len(args)}")
+        outer = _axes_per_leaf(self.in_axes, args, self._params, "pmap in_axes")
+        inner = _axes_per_leaf(self._vm.in_axes, args, self._params, "vmap in_axes")
+        leaves = [x for a in args for x in tree_flatten(a)[0]]
+        ns = {np.shape(x)[b] for x, b in zip(leaves, outer) if b is not None}
+        if len(ns) != 1:
+            raise ValueError(f"pmap of {self.__qualname__}: " + (
+                "every in_axes is None; map at least one argument over the devices" if not ns
+                else f"the mapped arguments have different sizes along the mapped axis ({sorted(ns)})"))
+        n = ns.pop()
+        count = len(self.devices())
+        if count and n % count:
+            raise ValueError(
+                f"pmap: {n} examples do not split evenly over {count} devices ({n} % {count} = {n % count}); "
+                f"give a multiple of {count} examples or choose other devices"
+            )
+        per_example = [np.moveaxis(np.asarray(x), b, 0)[0] if b is not None else x for x, b in zip(leaves, outer)]
+        ms = {np.shape(x)[a] for x, a in zip(per_example, inner) if a is not None}
+        if len(ms) > 1:
+            raise ValueError(f"vmap of {self.__qualname__}: the mapped arguments have different sizes along the mapped axis ({sorted(ms)})")
+        m = ms.pop() if ms else self._vm.axis_size
+        if m is None:
+            raise ValueError(f"vmap of {self.__qualname__}: every in_axes is None; give axis_size")
+        flat, axes = [], []
+        for x, b, a in zip(leaves, outer, inner):
+            if b is None and a is None:
+                flat.append(x)
+                axes.append(None)
+                continue
+            x = np.asarray(x)
+            if b is not None and a is not None:
+                x = np.moveaxis(x, b, 0)
+                x = np.moveaxis(x, 1 + a % (x.ndim - 1), 1)
+                x = x.reshape((n * m,) + x.shape[2:])
+            elif b is not None:
+                x = np.repeat(np.moveaxis(x, b, 0), m, axis=0)
+            else:
+                x = np.moveaxis(x, a, 0)
+                x = np.tile(x, (n,) + (1,) * (x.ndim - 1))
+            flat.append(x)
+            axes.append(0)
+        trees = [tree_flatten(a)[1] for a in args]
+        flat_args, at = [], 0
+        arg_axes = []
+        for treedef in trees:
+            k = treedef.num_leaves
+            flat_args.append(tree_unflatten(treedef, flat[at : at + k]))
+            arg_axes.append(tree_unflatten(treedef, axes[at : at + k]))
+            at += k
+        key = tuple(a is None for a in axes)
+        mapped = self._pmaps.get(key)
+        if mapped is None:
+            mapped = self._pmaps[key] = pmap(self._vm._fn, None, tuple(arg_axes), 0, self._devices_arg, self.backend)
+        self._last = mapped
+        try:
+            out = mapped(*flat_args)
+        except UnsupportedSyntaxError as err:
+            if "unknown axis name" not in err.message:
+                raise
+            raise TypeError(
+                f"pmap(..., backend={self.backend!r}) of a vmap of {self.__qualname__}, which calls a collective "
+                f"({err.filename}:{err.line}), is not supported yet: it runs as a pmap over both axes at once; "
+                "use the 'cpu' backend"
+            ) from None
+        out_leaves, out_tree = tree_flatten(out)
+        vm_axes = axes_for_leaves(self._vm.out_axes, out, "the result", "out_axes")
+        pm_axes = axes_for_leaves(self.out_axes, out, "the result", "out_axes")
+        placed = []
+        for y, o, p in zip(out_leaves, vm_axes, pm_axes):
+            y = np.asarray(y).reshape((n, m) + np.shape(y)[1:])
+            y = y[:, 0] if o is None else np.moveaxis(y, 1, 1 + o % (y.ndim - 1))
+            y = y[0] if p is None else np.moveaxis(y, 0, p % y.ndim)
+            placed.append(y)
+        return tree_unflatten(out_tree, placed)
+
+    def trace(self) -> list[dict]:
+        return self._last.trace() if self._last is not None else []
+
+    def _srctrans_jit(self, options: dict) -> FlatMapped:
+        return FlatMapped(self._vm._srctrans_jit(options), self.axis_name, self.in_axes, self.out_axes, self._devices_arg, self.backend)
+
+    def source_path(self):
+        if self._last is None:
+            raise ValueError(f"pmap of {self.__qualname__}: call it once so srctrans knows which arguments are mapped")
+        return self._last.source_path()
+
+    def source(self) -> str:
+        return self.source_path().read_text()
+
+    def __repr__(self) -> str:
+        return f"<srctrans.pmap {self.__qualname__} (of a vmap: pmap over both axes, regrouped)>"
+
+
+class _Deferred(BaseException):
+    """A vmap the Python of one example reached: it runs with the other examples' (a BaseException,
+    so that no ``except Exception`` of that Python takes it for a failure)."""
+
+
+class _Raised:
+    """What a vmap run on the devices raised, for the Python that called it."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+class DeviceGlue:
+    """``pmap`` of a Jacobian, a Hessian or a derivative of a vmap on the CUDA or Dask backend: its
+    Python (basis vectors, arranging blocks) runs once per example on the host, and each vmap of a
+    generated file it calls runs for all the examples at once, as one pmap on the devices
+    (:class:`FlatMapped`: the examples times the basis vectors). An example's Python stops at its
+    next vmap until every example has reached it; then it goes on with that vmap's results."""
+
+    def __init__(self, fn: Any, axis_name, in_axes, out_axes, devices, backend) -> None:
+        from .parallel.devices import check_backend
+
+        self.backend = check_backend(backend)
+        self.__name__ = self.__qualname__ = _name_of(fn)
+        self._fn = fn
+        self.axis_name, self.in_axes, self.out_axes = axis_name, in_axes, out_axes
+        self._devices_arg = devices
+        self._params = _params_of(fn)
+        self.__signature__ = _signature_of(self._params)
+        self._srctrans_state: dict = {}
+        self._pmaps: dict[tuple, Any] = {}
+        self._last: Any = None
+
+    def devices(self):
+        from .parallel.api import PMapped
+
+        return PMapped.devices(self)  # type: ignore[arg-type]
+
+    def __call__(self, *args):
+        from .batching.api import CALL_HOOK, axes_for_leaves, place_batch_axis
+
+        if len(args) != len(self._params):
+            raise TypeError(f"{self.__qualname__} takes {len(self._params)} arguments, got {len(args)}")
+        outer = _axes_per_leaf(self.in_axes, args, self._params, "pmap in_axes")
+        leaves = [x for a in args for x in tree_flatten(a)[0]]
+        ns = {np.shape(x)[b] for x, b in zip(leaves, outer) if b is not None}
+        if len(ns) != 1:
+            raise ValueError(f"pmap of {self.__qualname__}: " + (
+                "every in_axes is None; map at least one argument over the devices" if not ns
+                else f"the mapped arguments have different sizes along the mapped axis ({sorted(ns)})"))
+        n = ns.pop()
+        count = len(self.devices())
+        if count and n % count:
+            raise ValueError(
+                f"pmap: {n} examples do not split evenly over {count} devices ({n} % {count} = {n % count}); "
+                f"give a multiple of {count} examples or choose other devices"
+            )
+        trees = [tree_flatten(a)[1] for a in args]
+        examples = []
+        for i in range(n):
+            flat = [np.take(np.asarray(x), i, axis=b) if b is not None else x for x, b in zip(leaves, outer)]
+            example, at = [], 0
+            for treedef in trees:
+                example.append(tree_unflatten(treedef, flat[at : at + treedef.num_leaves]))
+                at += treedef.num_leaves
+            examples.append(tuple(example))
+        # per example: the results of the vmaps its Python called, by vmap and in order (by vmap: the
+        # Python may take another path once it has seen a result, a Hessian of a vector-valued function)
+        done: list[dict[int, list]] = [{} for _ in range(n)]
+        outputs: list = [None] * n
+        pending = list(range(n))
+        while pending:
+            asked: dict[int, tuple] = {}
+            for i in pending:
+                seen: dict[int, int] = {}
+
+                def hook(vm, vm_args, i=i, seen=seen, asked=asked):
+                    k = seen[id(vm)] = seen.get(id(vm), -1) + 1
+                    results = done[i].get(id(vm), [])
+                    if k < len(results):
+                        if isinstance(results[k], _Raised):  # as if this vmap had raised it here
+                            raise results[k].error
+                        return results[k]
+                    asked[i] = (vm, vm_args)
+                    raise _Deferred
+
+                token = CALL_HOOK.set(hook)
+                try:
+                    outputs[i] = self._fn(*examples[i])
+                except _Deferred:
+                    continue
+                finally:
+                    CALL_HOOK.reset(token)
+            pending = sorted(asked)
+            groups: dict[int, tuple] = {}
+            for i in pending:
+                vm, vm_args = asked[i]
+                groups.setdefault(id(vm), (vm, []))[1].append((i, vm_args))
+            for vm, items in groups.values():
+                try:
+                    results = self._run(vm, [a for _, a in items])
+                except SrcTransError:  # the devices cannot run the file: said at its line
+                    raise
+                except Exception as err:  # noqa: BLE001 - raised again where the Python called the vmap
+                    results = [_Raised(err)] * len(items)  # (a Hessian learns there that its function is vector-valued)
+                for (i, _), result in zip(items, results):
+                    done[i].setdefault(id(vm), []).append(result)
+        out_leaves_per = [tree_flatten(o)[0] for o in outputs]
+        out_tree = tree_flatten(outputs[0])[1]
+        axes = axes_for_leaves(self.out_axes, outputs[0], "the result", "out_axes")
+        placed = [
+            place_batch_axis(np.stack([np.asarray(o[k]) for o in out_leaves_per]), a, k, self.__qualname__, "pmap")
+            for k, a in enumerate(axes)
+        ]
+        return tree_unflatten(out_tree, placed)
+
+    def _run(self, vm: Any, calls: list[tuple]) -> list:
+        """``vm`` called with each of ``calls`` (one per example), all at once on the devices."""
+        from .parallel import pmap
+
+        per_call = [[x for a in c for x in tree_flatten(a)[0]] for c in calls]
+        trees = [tree_flatten(a)[1] for a in calls[0]]
+        stacked, axes = [], []
+        for k in range(len(per_call[0])):
+            values = [p[k] for p in per_call]
+            first = values[0]
+            if all(v is first or (np.shape(v) == np.shape(first) and np.array_equal(v, first)) for v in values[1:]):
+                stacked.append(first)  # the same for every example (basis vectors): sent once
+                axes.append(None)
+            else:
+                stacked.append(np.stack([np.asarray(v) for v in values]))
+                axes.append(0)
+        if all(a is None for a in axes):
+            return [vm(*calls[0])] * len(calls)
+        args, arg_axes, at = [], [], 0
+        for treedef in trees:
+            args.append(tree_unflatten(treedef, stacked[at : at + treedef.num_leaves]))
+            arg_axes.append(tree_unflatten(treedef, axes[at : at + treedef.num_leaves]))
+            at += treedef.num_leaves
+        devices = self._devices_arg
+        if len(calls) % max(len(self.devices()), 1):
+            devices = 1  # (some examples finished earlier: the rest on one device)
+        key = (id(vm), tuple(axes), devices if isinstance(devices, int) or devices is None else tuple(devices))
+        mapped = self._pmaps.get(key)
+        if mapped is None:
+            mapped = self._pmaps[key] = (vm, pmap(vm, None, tuple(arg_axes), 0, devices, self.backend))
+        self._last = mapped[1]
+        out = mapped[1](*args)
+        return [tree_map(lambda y, i=i: np.asarray(y)[i], out) for i in range(len(calls))]
+
+    def trace(self) -> list[dict]:
+        return self._last.trace() if self._last is not None else []
+
+    def _srctrans_jit(self, options: dict) -> DeviceGlue:
+        return DeviceGlue(self._fn._srctrans_jit(options), self.axis_name, self.in_axes, self.out_axes, self._devices_arg, self.backend)
+
+    def source_path(self):
+        if self._last is None:
+            raise ValueError(f"pmap of {self.__qualname__}: call it once so srctrans knows which arguments are mapped")
+        return self._last.source_path()
+
+    def source(self) -> str:
+        return self.source_path().read_text()
+
+    def __repr__(self) -> str:
+        return f"<srctrans.pmap {self.__qualname__} (its vmaps on the {self.backend} devices, its Python on the host)>"
+
+
+def _axes_per_leaf(spec: Any, args: tuple, params: Sequence[str], what: str) -> list:
+    """``in_axes`` (an int, None, or a tuple with one pytree prefix per argument) for each leaf."""
+    from .batching.api import axes_for_leaves
+
+    if isinstance(spec, list):
+        spec = tuple(spec)
+    if isinstance(spec, tuple):
+        if len(spec) != len(args):
+            raise ValueError(f"{what} has {len(spec)} entries but the function is called with {len(args)} arguments")
+        out: list = []
+        for name, s, a in zip(params, spec, args):
+            out += axes_for_leaves(s, a, f"argument {name!r}", what.split()[-1])
+        return out
+    return axes_for_leaves(spec, tuple(args), "the arguments", what.split()[-1])
 
 
 # ---------------------------------------------------------------- a grad called with pytrees

@@ -272,7 +272,8 @@ def test_jvp_vjp_and_grad_of_a_vmap_and_of_a_jacobian(alg):
 
 
 def test_pmap_of_a_vmap_or_a_jacobian_runs_as_vmap_on_the_cpu(alg, monkeypatch):
-    """Before: refused ("pmap takes a plain function, a jit or a grad"). Collectives included."""
+    """Before: refused ("pmap takes a plain function, a jit or a grad"). Collectives included.
+    (On the CUDA and Dask backends: tests/parallel/test_dask.py and test_cuda_cases.py.)"""
     monkeypatch.setenv("SRCTRANS_CPU_DEVICES", "2")
     xs = np.arange(12.0).reshape(2, 2, 3)
     got = srctrans.pmap(srctrans.vmap(alg.centered, axis_name="j"), axis_name="i")(xs)
@@ -281,8 +282,6 @@ def test_pmap_of_a_vmap_or_a_jacobian_runs_as_vmap_on_the_cpu(alg, monkeypatch):
     np.testing.assert_allclose(jac, [srctrans.grad(alg.loss)(w, XS) for w in WS], rtol=1e-12)
     with pytest.raises(ValueError, match="do not split evenly over 2 devices"):
         srctrans.pmap(srctrans.jacfwd(alg.loss), in_axes=(0, None))(np.ones((3, 3)), XS)
-    with pytest.raises(TypeError, match="backend='dask'.*not supported yet"):
-        srctrans.pmap(srctrans.jacfwd(alg.loss), backend="dask")
 
 
 TREES = """

@@ -17,6 +17,7 @@ the rank (number of axes) of one example of each leaf.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +32,11 @@ from ..subclasses import plain_leaves
 from ..tree import tree_flatten, tree_unflatten
 
 _METHODS = ("auto", "vectorize", "loop")
+
+
+# While set, a call of a VMapped goes to it instead (``hook(vmapped, args)``): how srctrans.algebra's
+# DeviceGlue gathers the vmaps the Python of a Jacobian runs per example into one pmap on the devices
+CALL_HOOK: contextvars.ContextVar[Callable | None] = contextvars.ContextVar("srctrans_vmap_call_hook", default=None)
 
 
 def check_axes_spec(spec: Any, what: str) -> None:
@@ -258,6 +264,9 @@ class VMapped:
         return axes_for_leaves(spec, tuple(args), "the arguments", "in_axes")
 
     def __call__(self, *args, **kwargs):
+        hook = CALL_HOOK.get()
+        if hook is not None and not kwargs:
+            return hook(self, args)
         if kwargs:  # as in JAX: keyword arguments are batched along axis 0, in_axes covers the positional ones
             ordered = self._in_order(args, kwargs)
             return self._with_keywords(len(args), tuple(kwargs))(*ordered)

@@ -293,7 +293,12 @@ class PMapped:
         out = spec.driver(_Program(runner, spec.stages), *placed)
         flat = [runner.get(o) for o in out]
         self._trace = runner.trace()
+        returns = spec.spec.returns
+        # a function returning one flat tuple of its leaves (pairs of pairs of a tangent file's tangent
+        # file): the leaves in order, as its own rebuild reads them
         raw = _nest(spec.outputs, flat)
+        if isinstance(returns, dict) and "flat" in returns:
+            raw = _leaves_of(raw)
         if self._one_tuple:
             raw = (raw,)
         return self._outputs(spec, raw)
@@ -364,6 +369,12 @@ class PMapped:
         return f"<srctrans.pmap {self.__qualname__} -> {where}>"
 
 
+def _leaves_of(nested: Any) -> list:
+    if isinstance(nested, tuple):
+        return [leaf for part in nested for leaf in _leaves_of(part)]
+    return [nested]
+
+
 def _nest(structure: Any, flat: list) -> Any:
     if isinstance(structure, int):
         return flat[structure]
@@ -409,6 +420,12 @@ def pmap(
     parts = fn if isinstance(fn, algebra.Outputs) else algebra.outputs_of(fn)
     if parts is not None:  # value_and_grad: each output mapped, out_axes one per output
         return algebra.pmap_outputs(parts, axis_name, in_axes, out_axes, devices, backend)
-    if algebra.opaque(fn) and not isinstance(fn, PMapped):  # vmap, a Jacobian: as vmap on the CPU host
-        return algebra.HostMapped(fn, axis_name, in_axes, out_axes, devices, backend)
+    if algebra.opaque(fn) and not isinstance(fn, PMapped):
+        from ..batching import VMapped
+
+        if check_backend(backend) == "cpu":  # as vmap on the CPU host, collectives included
+            return algebra.HostMapped(fn, axis_name, in_axes, out_axes, devices, backend)
+        if isinstance(fn, VMapped):  # a vmap: more examples of the pmap
+            return algebra.FlatMapped(fn, axis_name, in_axes, out_axes, devices, backend)
+        return algebra.DeviceGlue(fn, axis_name, in_axes, out_axes, devices, backend)  # a Jacobian: its vmaps on the devices
     return PMapped(fn, axis_name, in_axes, out_axes, devices, backend)

@@ -877,6 +877,8 @@ class _Library(_Expressions):
             self.statement_start, self.temps = saved_start, saved_temps
         if len(result) != 1:
             raise _Refuse(f"{callee.name} must end with one return at its top level to be written in place", node)
+        for n in rename.values():  # out of scope: a name of the callee never again shares an array of the caller's
+            self.env.pop(n, None)
         return result[0]
 
     def numpy_call(self, short: str, args: list[Value], kwargs: dict, node: ast.AST, name: str) -> Value | None:

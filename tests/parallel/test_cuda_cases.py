@@ -262,5 +262,47 @@ def test_corpus_sample_is_equal_or_refused_never_wrong():
     print(f"corpus on cuda: {len(equal)} equal to vmap, {len(refused)} refused: {refused}")
 
 
+# --- pmap of what has no one file: a vmap, a Jacobian (srctrans.algebra) ------------------------------
+
+ON_THE_GPU = [
+    ("euler", ("pmap", "vmap", "grad")),  # a vmap: pmap of its function over both axes, one kernel
+    ("mlp", ("pmap", "vmap", "grad")),
+    ("euler", ("pmap", "jacfwd")),  # a Jacobian: its vmap of the tangent file over basis vectors, one kernel
+    ("system", ("pmap", "vmap", "jacfwd")),
+    ("euler", ("pmap", "hessian", "jacfwd")),
+]
+
+
+@pytest.fixture(scope="module")
+def matrix_user(tmp_path_factory):
+    from tests import composition_matrix as cm
+    from tests.conftest import module_from_text
+
+    with module_from_text(tmp_path_factory.mktemp("cuda-matrix"), "cuda_matrix_user", cm.CODE) as mod:
+        yield mod
+
+
+@pytest.mark.parametrize("base,comp", ON_THE_GPU, ids=["(".join(c) + f"({b}" + ")" * len(c) for b, c in ON_THE_GPU])
+def test_pmap_of_a_vmap_or_a_jacobian_runs_as_kernels(matrix_user, base, comp):
+    from tests import composition_matrix as cm
+
+    matrix = cm.Matrix(matrix_user, "cuda")
+    outcome = cm.run_case(matrix, cm.BASES[base], comp)
+    assert outcome.status == "pass", outcome.detail
+    assert any(r.get("kernel") for r in matrix.function(cm.BASES[base], comp).trace())
+
+
+def test_pmap_of_a_jacobian_whose_file_keeps_list_tapes_is_refused_at_its_line(matrix_user):
+    """jacrev of a loop: its vjp file pushes its tapes on lists, which a kernel cannot hold."""
+    from tests import composition_matrix as cm
+
+    xs = np.random.default_rng(0).normal(size=(cm.PMAP_SIZE, 3)) * 0.3  # (examples alike would run once, on the host)
+    with pytest.raises(SrcTransError, match="cannot scalarize for a CUDA kernel") as info:
+        srctrans.pmap(srctrans.jacrev(matrix_user.euler), in_axes=(0, None), backend="cuda")(xs, 0.1)
+    assert info.value.filename and info.value.line
+    jac = srctrans.pmap(srctrans.jacfwd(matrix_user.euler), in_axes=(0, None), backend="cuda")(xs, 0.1)
+    _close(jac, np.stack([srctrans.jacrev(matrix_user.euler)(x, 0.1) for x in xs]))  # jacfwd has no tapes
+
+
 def test_simulator_flag_matches_the_environment():
     assert SIMULATED == (os.environ.get("NUMBA_ENABLE_CUDASIM") == "1")

@@ -152,6 +152,45 @@ def test_compiled_on_the_workers_equals_vmap_and_ran_on_each_worker(client):
     _close(p(2.0 * X, W), srctrans.vmap(fns.normalized, in_axes=(0, None), axis_name="i")(2.0 * X, W))
 
 
+# --- pmap of what has no one file: a vmap, a Jacobian (srctrans.algebra) ------------------------------
+
+ON_WORKERS = [
+    ("mlp", ("pmap", "vmap", "grad")),  # a vmap: pmap of its function over both axes (params a tuple)
+    ("branchy", ("pmap", "vmap", "jacfwd")),  # a vmap of a Jacobian
+    ("euler", ("pmap", "jacrev")),  # a Jacobian: its vmap over basis vectors on the workers
+    ("system", ("pmap", "hessian")),
+    ("euler", ("pmap", "hessian", "jacfwd")),  # a third derivative: pairs of pairs of pairs returned
+]
+
+
+@pytest.fixture(scope="module")
+def matrix_user(tmp_path_factory):
+    from .. import composition_matrix as cm
+    from ..conftest import module_from_text
+
+    with module_from_text(tmp_path_factory.mktemp("dask-matrix"), "dask_matrix_user", cm.CODE) as mod:
+        yield mod
+
+
+@pytest.mark.parametrize("base,comp", ON_WORKERS, ids=["(".join(c) + f"({b}" + ")" * len(c) for b, c in ON_WORKERS])
+def test_pmap_of_a_vmap_or_a_jacobian_runs_on_the_workers(client, python_workers, matrix_user, base, comp):
+    from .. import composition_matrix as cm
+
+    matrix = cm.Matrix(matrix_user, "dask")
+    outcome = cm.run_case(matrix, cm.BASES[base], comp)
+    assert outcome.status == "pass", outcome.detail
+    ran = matrix.function(cm.BASES[base], comp).trace()
+    assert {r["worker"] for r in ran} == set(sd.worker_addresses(client))  # the generated files ran there
+
+
+def test_pmap_of_a_vmap_whose_function_calls_a_collective_is_refused(client, python_workers):
+    """pmap(vmap(g)) runs as pmap(g) over both axes at once: a collective would see both."""
+    mapped = srctrans.pmap(srctrans.vmap(fns.normalized, in_axes=(0, None), axis_name="j"), axis_name="i",
+                           in_axes=(0, None), backend="dask")
+    with pytest.raises(TypeError, match="calls a collective .* is not supported yet"):
+        mapped(X.reshape(2, 4, 3), W)
+
+
 # --- shards stay on their workers -------------------------------------------------------------------
 
 

@@ -450,23 +450,18 @@ class HostMapped:
         return f"<srctrans.pmap {self.__qualname__} (as vmap on the CPU host)>"
 
 
-class FlatMapped:
-    """``pmap`` of a ``vmap`` on any backend: the vmap's examples are more examples of the pmap,
-    ``pmap(vmap(g, A, O), B, P)(*args)`` = ``pmap(g)`` over the ``n * m`` pairs (pmap example,
-    vmap example), regrouped: device ``d`` still runs its ``n / D`` examples with all ``m`` of
-    theirs, each one file per device as any pmap of ``g`` (``g`` a vmap again: the same, once
-    more). An argument mapped by one of the two alone is repeated along the other. ``g`` runs with
-    no axis name: a collective inside it (over the pmap's or the vmap's axis) is refused there."""
+class _OnDevices:
+    """What pmap of an object with no one file keeps: its options, the pmaps it runs (the last one's
+    trace and file are its own), and the check of the mapped axis every pmap makes."""
 
-    def __init__(self, vm: Any, axis_name, in_axes, out_axes, devices, backend) -> None:
+    def __init__(self, fn: Any, axis_name, in_axes, out_axes, devices, backend) -> None:
         from .parallel.devices import check_backend
 
         self.backend = check_backend(backend)
-        self.__name__ = self.__qualname__ = _name_of(vm)
-        self._vm = vm
+        self.__name__ = self.__qualname__ = _name_of(fn)
         self.axis_name, self.in_axes, self.out_axes = axis_name, in_axes, out_axes
         self._devices_arg = devices
-        self._params = list(vm._params)
+        self._params = _params_of(fn)
         self.__signature__ = _signature_of(self._params)
         self._srctrans_state: dict = {}
         self._pmaps: dict[tuple, Any] = {}
@@ -477,14 +472,11 @@ class FlatMapped:
 
         return PMapped.devices(self)  # type: ignore[arg-type]
 
-    def __call__(self, *args):
-        from .batching.api import axes_for_leaves
-        from .parallel import pmap
-
+    def _mapped(self, args: tuple) -> tuple[list, list, int]:
+        """The leaves of ``args``, pmap's axis of each (None: not mapped) and the number of examples."""
         if len(args) != len(self._params):
             raise TypeError(f"{self.__qualname__} takes {len(self._params)} arguments, got {len(args)}")
         outer = _axes_per_leaf(self.in_axes, args, self._params, "pmap in_axes")
-        inner = _axes_per_leaf(self._vm.in_axes, args, self._params, "vmap in_axes")
         leaves = [x for a in args for x in tree_flatten(a)[0]]
         ns = {np.shape(x)[b] for x, b in zip(leaves, outer) if b is not None}
         if len(ns) != 1:
@@ -498,6 +490,40 @@ class FlatMapped:
                 f"pmap: {n} examples do not split evenly over {count} devices ({n} % {count} = {n % count}); "
                 f"give a multiple of {count} examples or choose other devices"
             )
+        return leaves, outer, n
+
+    def trace(self) -> list[dict]:
+        """What ran where in the last pmap this call made."""
+        return self._last.trace() if self._last is not None else []
+
+    def source_path(self):
+        """The parallel file of the last pmap this call made."""
+        if self._last is None:
+            raise ValueError(f"pmap of {self.__qualname__}: call it once so srctrans knows which arguments are mapped")
+        return self._last.source_path()
+
+    def source(self) -> str:
+        return self.source_path().read_text()
+
+
+class FlatMapped(_OnDevices):
+    """``pmap`` of a ``vmap`` on any backend: the vmap's examples are more examples of the pmap,
+    ``pmap(vmap(g, A, O), B, P)(*args)`` = ``pmap(g)`` over the ``n * m`` pairs (pmap example,
+    vmap example), regrouped: device ``d`` still runs its ``n / D`` examples with all ``m`` of
+    theirs, each one file per device as any pmap of ``g`` (``g`` a vmap again: the same, once
+    more). An argument mapped by one of the two alone is repeated along the other. ``g`` runs with
+    no axis name: a collective inside it (over the pmap's or the vmap's axis) is refused there."""
+
+    def __init__(self, vm: Any, axis_name, in_axes, out_axes, devices, backend) -> None:
+        super().__init__(vm, axis_name, in_axes, out_axes, devices, backend)
+        self._vm = vm
+
+    def __call__(self, *args):
+        from .batching.api import axes_for_leaves
+        from .parallel import pmap
+
+        leaves, outer, n = self._mapped(args)
+        inner = _axes_per_leaf(self._vm.in_axes, args, self._params, "vmap in_axes")
         per_example = [np.moveaxis(np.asarray(x), b, 0)[0] if b is not None else x for x, b in zip(leaves, outer)]
         ms = {np.shape(x)[a] for x, a in zip(per_example, inner) if a is not None}
         if len(ms) > 1:
@@ -557,19 +583,8 @@ class FlatMapped:
             placed.append(y)
         return tree_unflatten(out_tree, placed)
 
-    def trace(self) -> list[dict]:
-        return self._last.trace() if self._last is not None else []
-
     def _srctrans_jit(self, options: dict) -> FlatMapped:
         return FlatMapped(self._vm._srctrans_jit(options), self.axis_name, self.in_axes, self.out_axes, self._devices_arg, self.backend)
-
-    def source_path(self):
-        if self._last is None:
-            raise ValueError(f"pmap of {self.__qualname__}: call it once so srctrans knows which arguments are mapped")
-        return self._last.source_path()
-
-    def source(self) -> str:
-        return self.source_path().read_text()
 
     def __repr__(self) -> str:
         return f"<srctrans.pmap {self.__qualname__} (of a vmap: pmap over both axes, regrouped)>"
@@ -587,7 +602,7 @@ class _Raised:
         self.error = error
 
 
-class DeviceGlue:
+class DeviceGlue(_OnDevices):
     """``pmap`` of a Jacobian, a Hessian or a derivative of a vmap on the CUDA or Dask backend: its
     Python (basis vectors, arranging blocks) runs once per example on the host, and each vmap of a
     generated file it calls runs for all the examples at once, as one pmap on the devices
@@ -595,43 +610,13 @@ class DeviceGlue:
     next vmap until every example has reached it; then it goes on with that vmap's results."""
 
     def __init__(self, fn: Any, axis_name, in_axes, out_axes, devices, backend) -> None:
-        from .parallel.devices import check_backend
-
-        self.backend = check_backend(backend)
-        self.__name__ = self.__qualname__ = _name_of(fn)
+        super().__init__(fn, axis_name, in_axes, out_axes, devices, backend)
         self._fn = fn
-        self.axis_name, self.in_axes, self.out_axes = axis_name, in_axes, out_axes
-        self._devices_arg = devices
-        self._params = _params_of(fn)
-        self.__signature__ = _signature_of(self._params)
-        self._srctrans_state: dict = {}
-        self._pmaps: dict[tuple, Any] = {}
-        self._last: Any = None
-
-    def devices(self):
-        from .parallel.api import PMapped
-
-        return PMapped.devices(self)  # type: ignore[arg-type]
 
     def __call__(self, *args):
         from .batching.api import CALL_HOOK, axes_for_leaves, place_batch_axis
 
-        if len(args) != len(self._params):
-            raise TypeError(f"{self.__qualname__} takes {len(self._params)} arguments, got {len(args)}")
-        outer = _axes_per_leaf(self.in_axes, args, self._params, "pmap in_axes")
-        leaves = [x for a in args for x in tree_flatten(a)[0]]
-        ns = {np.shape(x)[b] for x, b in zip(leaves, outer) if b is not None}
-        if len(ns) != 1:
-            raise ValueError(f"pmap of {self.__qualname__}: " + (
-                "every in_axes is None; map at least one argument over the devices" if not ns
-                else f"the mapped arguments have different sizes along the mapped axis ({sorted(ns)})"))
-        n = ns.pop()
-        count = len(self.devices())
-        if count and n % count:
-            raise ValueError(
-                f"pmap: {n} examples do not split evenly over {count} devices ({n} % {count} = {n % count}); "
-                f"give a multiple of {count} examples or choose other devices"
-            )
+        leaves, outer, n = self._mapped(args)
         trees = [tree_flatten(a)[1] for a in args]
         examples = []
         for i in range(n):
@@ -725,19 +710,8 @@ class DeviceGlue:
         out = mapped[1](*args)
         return [tree_map(lambda y, i=i: np.asarray(y)[i], out) for i in range(len(calls))]
 
-    def trace(self) -> list[dict]:
-        return self._last.trace() if self._last is not None else []
-
     def _srctrans_jit(self, options: dict) -> DeviceGlue:
         return DeviceGlue(self._fn._srctrans_jit(options), self.axis_name, self.in_axes, self.out_axes, self._devices_arg, self.backend)
-
-    def source_path(self):
-        if self._last is None:
-            raise ValueError(f"pmap of {self.__qualname__}: call it once so srctrans knows which arguments are mapped")
-        return self._last.source_path()
-
-    def source(self) -> str:
-        return self.source_path().read_text()
 
     def __repr__(self) -> str:
         return f"<srctrans.pmap {self.__qualname__} (its vmaps on the {self.backend} devices, its Python on the host)>"

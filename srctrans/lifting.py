@@ -249,9 +249,7 @@ class _Lifter(cst.CSTTransformer):
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         lifted = self.lifted_name(updated.func)
         if lifted is not None:  # h(x) -> f_h(x, a)
-            func = cst.Name(lifted)
-            self.allowed.add(id(func))
-            self._place(func, original.func)
+            func = self._named(lifted, original.func)
             return updated.with_changes(func=func, args=self._with_free(updated.args, lifted))
         if self._transformation(updated.func) == "jvp" and updated.args:
             return self._jvp(original, updated)
@@ -271,10 +269,7 @@ class _Lifter(cst.CSTTransformer):
         first = call.args[0].value
         lifted = self.lifted_name(first)
         if lifted is not None:
-            func = cst.Name(lifted)
-            self.allowed.add(id(func))
-            self._place(func, first)
-            first = func
+            first = self._named(lifted, first)
         elif isinstance(first, cst.Call):
             found = self._chain(first)
             if found is None:
@@ -286,6 +281,13 @@ class _Lifter(cst.CSTTransformer):
         if kind == "vmap":
             call = self._vmap_axes(call, lifted)
         return call, lifted
+
+    def _named(self, lifted: str, where: cst.CSTNode) -> cst.Name:
+        """The lifted function's name, standing where ``where`` stood (a use that is allowed)."""
+        func = cst.Name(lifted)
+        self.allowed.add(id(func))
+        self._place(func, where)
+        return func
 
     def _with_free(self, args, lifted: str) -> list[cst.Arg]:
         free = self.free[lifted]
@@ -301,10 +303,7 @@ class _Lifter(cst.CSTTransformer):
         first = updated.args[0].value
         lifted = self.lifted_name(first)
         if lifted is not None:
-            func = cst.Name(lifted)
-            self.allowed.add(id(func))
-            self._place(func, first)
-            first = func
+            first = self._named(lifted, first)
         elif isinstance(first, cst.Call) and (found := self._chain(first)) is not None:
             first, lifted = found  # jvp(grad(h), ...)
         else:

@@ -61,6 +61,15 @@ def make_module(tmp_path):
         sys.modules.pop(name, None)
 
 
+@pytest.fixture
+def as_python():
+    """Generated files run as Python (``disable_jit``: no Numba compile)."""
+    was = srctrans.config.disable_jit
+    srctrans.config.update("disable_jit", True)
+    yield
+    srctrans.config.update("disable_jit", was)
+
+
 def central_differences(f, args, i, eps=1e-6):
     """The gradient of a scalar ``f(*args)`` with respect to ``args[i]`` by central differences
     (every argument copied, so ``f`` may write into them)."""

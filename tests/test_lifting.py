@@ -197,12 +197,13 @@ REFUSED = [
     ("default values", "    h = lambda t, k=x: t * k\n    return h(x)", 9, "default values"),
     ("recursion", "    def h(n):\n        return 1.0 if n == 0 else h(n - 1)\n    return h(3) * x", 5, "calls itself"),
     ("nonlocal", "    def h():\n        nonlocal x\n        return x\n    return h()", 9, "nonlocal statements"),
+    ("jvp with a tangent too many", "    return srctrans.jvp(lambda t: t * x, (x,), (1.0, 2.0))[1]", 12, "1 primals but 2 tangents"),
 ]
 
 
 @pytest.mark.parametrize("what,body,col,message", REFUSED, ids=[r[0] for r in REFUSED])
 def test_what_cannot_be_lifted_is_refused_at_the_users_line(make_module, what, body, col, message):
-    mod = make_module(f"import numpy as np\n\n\ndef f(x):\n{body}\n")
+    mod = make_module(f"import numpy as np\nimport srctrans\n\ndef f(x):\n{body}\n")
     with pytest.raises(srctrans.UnsupportedSyntaxError) as info:
         srctrans.grad(mod.f)(np.ones(2) if what == "given to another function" else 1.5)
     err = info.value

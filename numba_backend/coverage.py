@@ -27,11 +27,13 @@ NOT_COMPILED: dict[str, str] = {
         "a list of arrays of one shape)"
     ),
     "numpy.gradient": "Numba has no np.gradient",
+    "numpy.i0": "Numba has no np.i0",
     **{
         f"scipy.special.{name}": f"Numba knows no scipy.special.{name} (numba_backend.scipy_overloads has no overload yet)"
         for name in (
             "erfc erfcx erfinv erfcinv ndtr log_ndtr ndtri dawsn gamma rgamma loggamma gammasgn beta betaln entr rel_entr "
-            "kl_div xlog1py"
+            "kl_div xlog1py yn polygamma "
+            "multigammaln gammainc gammaincc betainc zeta poch factorial boxcox boxcox1p owens_t hyp1f1 hyp2f1 log_softmax"
         ).split()
     },
 }

@@ -1,5 +1,8 @@
 """``scipy.special`` functions under ``numba.njit``: ``gammaln``, ``erf``, ``expit``, ``digamma``
-(``psi``), ``logit``, ``xlogy``, ``softmax`` and ``logsumexp``.
+(``psi``), ``logit``, ``xlogy``, ``softmax``, ``logsumexp``; the Bessel functions ``j0``, ``j1``,
+``y0``, ``y1``, ``i0``, ``i1``, ``i0e``, ``i1e``, ``k0``, ``k1``, ``k0e``, ``k1e`` and those of any
+order ``jv``, ``yv``, ``iv``, ``ive``, ``kv``, ``kve`` (and srctrans.runtime's helpers of the same
+names, which their derivatives call); ``expi`` and ``exp1``.
 
 Numba knows no SciPy function: a generated file's ``sp.gammaln(x)`` stopped with "Unknown
 attribute 'gammaln'". Importing this module registers an overload for each, so the line
@@ -31,6 +34,8 @@ from numba.core import cgutils, types
 from numba.core.errors import TypingError
 from numba.extending import get_cython_function_address, intrinsic, overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
+
+from srctrans import runtime as rt
 
 from . import overloads  # noqa: F401  (np.max, np.sum with axis= and keepdims=)
 from .arguments import axis_kind, const_bool, is_none, norm_axis, unliteral
@@ -104,6 +109,76 @@ _elementwise(sp.psi, _scipy_call("psi", "__pyx_fuse_1psi", False))  # (sp.digamm
 _elementwise(
     sp.logit, _scipy_call("logit", "__pyx_fuse_0logit", False), _scipy_call("logit", "__pyx_fuse_1logit", True)
 )
+
+
+# --- Bessel functions and exponential integrals (issue 20) ---
+# the functions of one number, as gammaln; those of an order v and a number x (jv ... kve)
+# broadcast v against x and call SciPy's C function of two doubles at each element. float32:
+# computed in float64 and rounded, as SciPy's float32 loops do.
+
+for _name in ("j0", "j1", "y0", "y1", "i0", "i1", "i0e", "i1e", "k0", "k1", "k0e", "k1e"):
+    _elementwise(getattr(sp, _name), _scipy_call(_name, _name, False))
+_elementwise(sp.expi, _scipy_call("expi", "__pyx_fuse_1expi", False))
+_elementwise(sp.exp1, _scipy_call("exp1", "__pyx_fuse_1exp1", False))
+
+
+def _scipy_call2(name: str, capi_name: str):
+    """A jitted call of ``cython_special``'s ``capi_name``: ``double f(double, double, int skip_dispatch)``."""
+    address = get_cython_function_address("scipy.special.cython_special", capi_name)
+    symbol = f"srctrans.scipy.{name}"
+    ll.add_symbol(symbol, address)
+    double = llvm_ir.DoubleType()
+
+    def codegen(context, builder, signature, args):
+        fnty = llvm_ir.FunctionType(double, [double, double, llvm_ir.IntType(32)])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+        fn.attributes.add("nounwind")
+        return builder.call(fn, [args[0], args[1], llvm_ir.Constant(llvm_ir.IntType(32), 0)])
+
+    @intrinsic
+    def call(typingctx, v, x):
+        return types.float64(types.float64, types.float64), codegen
+
+    return call
+
+
+def _of_order(fn, call, fname: str, float32_when) -> None:
+    """Register ``fn(v, x)`` on numbers and broadcast arrays; the result is float32 where
+    ``float32_when(v, x)`` (the Numba types) says so, else float64."""
+
+    @overload(fn)
+    def _ov(v, x):
+        _real_or_array(v, fname, "v")
+        _real_or_array(x, fname, "x")
+        if not isinstance(v, types.Array) and not isinstance(x, types.Array):
+            return lambda v, x: call(np.float64(v), np.float64(x))
+        out_dt = np.float32 if float32_when(v, x) else np.float64
+
+        def impl(v, x):
+            shape = np.broadcast_shapes(np.shape(v), np.shape(x))
+            vb, xb = np.broadcast_to(v, shape), np.broadcast_to(x, shape)
+            out = np.empty(shape, out_dt)
+            for at in np.ndindex(shape):
+                out[at] = call(np.float64(vb[at]), np.float64(xb[at]))
+            return out
+
+        return impl
+
+
+def _is_float32_array(t) -> bool:
+    return isinstance(t, types.Array) and t.dtype == types.float32
+
+
+def _float32_result(v, x) -> bool:
+    """SciPy's ufunc of (v, x) gives float32 for a float32 array ``x`` and an order that is a
+    number (NEP 50: a Python number takes the array's type) or float32."""
+    return _is_float32_array(x) and (_is_float32_array(v) or not isinstance(v, types.Array))
+
+
+for _name in ("jv", "yv", "iv", "ive", "kv", "kve"):
+    _call = _scipy_call2(_name, f"__pyx_fuse_1{_name}")
+    _of_order(getattr(sp, _name), _call, f"scipy.special.{_name}", _float32_result)
+    _of_order(getattr(rt, _name), _call, f"srctrans.runtime.{_name}", _float32_result)  # (the helper: the same)
 
 
 # --- xlogy, softmax ---

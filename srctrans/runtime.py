@@ -496,6 +496,76 @@ def _in_dtype_of(out, x):
     return out.astype(dtype) if isinstance(out, np.ndarray) and out.dtype != dtype else out
 
 
+def _special(name, *args):
+    """``scipy.special.<name>(*args)`` in the dtype SciPy's ufunc gives (float32 for float32
+    arguments and Python numbers, as the function it differentiates); a Python float for numbers."""
+    import scipy.special
+
+    out = getattr(scipy.special, name)(*args)
+    return out if np.ndim(out) else float(out)
+
+
+# Bessel functions of order v (any real v) and their exponentially scaled forms: the derivatives
+# of scipy.special's j0, j1, jv, y0, ..., i0e, k1e are these functions at the neighbouring orders
+def jv(v, x):
+    return _special("jv", v, x)
+
+
+def yv(v, x):
+    return _special("yv", v, x)
+
+
+def iv(v, x):
+    return _special("iv", v, x)
+
+
+def ive(v, x):
+    """``iv(v, x) * exp(-|x|)``."""
+    return _special("ive", v, x)
+
+
+def kv(v, x):
+    return _special("kv", v, x)
+
+
+def kve(v, x):
+    """``kv(v, x) * exp(x)``."""
+    return _special("kve", v, x)
+
+
+def yn(n, x):
+    """``yv`` of an integer order (its own ufunc: float64 for float32 ``x``, as ``scipy.special.yn``)."""
+    return _special("yn", n, x)
+
+
+def gammaln(x):
+    """``log |Gamma(x)|`` (the incomplete gamma and beta functions' densities are written with it)."""
+    return _special("gammaln", x)
+
+
+def erf(x):
+    return _special("erf", x)
+
+
+def zeta(x, q):
+    """Hurwitz's zeta function ``sum over k >= 0 of (k + q) ** -x``."""
+    return _special("zeta", x, q)
+
+
+def hyp1f1(a, b, x):
+    return _special("hyp1f1", a, b, x)
+
+
+def hyp2f1(a, b, c, x):
+    return _special("hyp2f1", a, b, c, x)
+
+
+def multipolygamma(n, a, d):
+    """The sum over ``j < d`` of ``polygamma(n, a - j / 2)``: ``n = 0`` is the derivative of
+    ``scipy.special.multigammaln(a, d)``, each next ``n`` the derivative of the one before."""
+    return sum(polygamma(n, np.asarray(a) - 0.5 * j) if np.ndim(a) else polygamma(n, a - 0.5 * j) for j in range(int(d)))
+
+
 def trigamma(x):
     """``polygamma(1, x)``: the derivative of ``digamma``."""
     from scipy.special import polygamma

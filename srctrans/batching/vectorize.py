@@ -74,7 +74,7 @@ def rule_key(obj: Any) -> str | None:
     if _BY_ID is None:
         found: dict[int, str] = {}
         for key in BATCHING:
-            if key.split(".")[0] in ("numpy", "math", "builtins", "srctrans"):
+            if key.split(".")[0] in ("numpy", "scipy", "math", "builtins", "srctrans"):
                 target = object_named(key)
                 if target is not None:
                     found.setdefault(id(target), key)

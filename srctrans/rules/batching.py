@@ -907,3 +907,16 @@ BATCHING.update({
     "numpy.real_if_close": elementwise(),  # (its tol=: unbatched)
     "numpy.angle": elementwise(),
 })
+
+# --- scipy.special's functions of numbers (issue 20): ufuncs, elementwise in every argument (orders
+# and integer arguments broadcast like the others); the helpers their derivatives call, alike
+SPECIAL_ELEMENTWISE = (
+    "expit erf erfc erfcx erfinv erfcinv ndtr log_ndtr ndtri dawsn gamma rgamma gammaln loggamma gammasgn digamma psi "
+    "logit entr xlogy xlog1py rel_entr kl_div beta betaln j0 j1 jv y0 y1 yv yn i0 i1 iv i0e i1e ive k0 k1 kv k0e k1e kve "
+    "expi exp1 polygamma gammainc gammaincc betainc zeta poch factorial boxcox boxcox1p owens_t hyp1f1 hyp2f1"
+).split()
+BATCHING.update({
+    **{f"scipy.special.{name}": elementwise() for name in SPECIAL_ELEMENTWISE},
+    "numpy.i0": elementwise(),
+    **{f"srctrans.runtime.{name}": elementwise() for name in "jv yv yn iv ive kv kve gammaln erf zeta hyp1f1 hyp2f1 digamma trigamma polygamma".split()},
+})

@@ -556,3 +556,58 @@ DERIVATIVES.update({
     "numpy.real_if_close": vjp("x, tol=100", jvp=LINEAR, x="{g}"),
     "numpy.angle": nondiff("x, deg=False"),
 })
+
+# --- scipy.special: Bessel functions, integrals and hypergeometric functions (issue 20) ----------
+# (the orders v, n and d, and the parameters a, b, c of 1F1 and 2F1, take no derivative: refused)
+from .runtime_helpers import bessel_grad  # noqa: E402
+
+# x^(a-1) e^-x / Gamma(a); "* rt.ones_like({ans})": in the result's dtype, where SciPy gives float64
+# for float32 arguments (gammainc, polygamma, multigammaln)
+_IN_ANS_DTYPE = " * rt.ones_like({ans})"
+_INCOMPLETE_GAMMA = "np.exp(rt.xlogy({x} - 1.0, {y}) - {y} - rt.gammaln({x}))" + _IN_ANS_DTYPE
+DERIVATIVES.update({
+    **{f"scipy.special.{name}": elementwise(bessel_grad(family, order)) for name, family, order in (
+        ("j0", "jv", 0), ("j1", "jv", 1), ("y0", "yv", 0), ("y1", "yv", 1), ("i0", "iv", 0), ("i1", "iv", 1),
+        ("i0e", "ive", 0), ("i1e", "ive", 1), ("k0", "kv", 0), ("k1", "kv", 1), ("k0e", "kve", 0), ("k1e", "kve", 1),
+    )},
+    **{f"scipy.special.{name}": elementwise(None, bessel_grad(name)) for name in ("jv", "yv", "iv", "ive", "kv", "kve")},
+    "scipy.special.yn": elementwise(None, bessel_grad("yn")),  # (scipy.special.jn is jv)
+    "numpy.i0": elementwise(bessel_grad("iv", 0)),
+    # exponential integrals: e^x / x and -e^-x / x
+    "scipy.special.expi": elementwise("np.exp({x}) / {x}"),
+    "scipy.special.exp1": elementwise("-np.exp(-{x}) / {x}"),
+    "scipy.special.polygamma": elementwise(None, "rt.polygamma({x} + 1, {y})" + _IN_ANS_DTYPE),
+    "scipy.special.multigammaln": vjp(
+        "a, d", jvp=dict(a="{t} * rt.multipolygamma(0, {a}, {d})" + _IN_ANS_DTYPE),
+        a="rt.unbroadcast({g} * rt.multipolygamma(0, {a}, {d}), {a})",
+    ),
+    # regularized incomplete gamma and beta functions, in x: their densities
+    "scipy.special.gammainc": elementwise(None, _INCOMPLETE_GAMMA),
+    "scipy.special.gammaincc": elementwise(None, "-" + _INCOMPLETE_GAMMA),
+    "scipy.special.betainc": elementwise(
+        None, None, "np.exp(rt.xlogy({x} - 1.0, {z}) + rt.xlogy({y} - 1.0, 1.0 - {z}) - rt.gammaln({x}) - rt.gammaln({y}) + rt.gammaln({x} + {y}))"
+    ),
+    "scipy.special.zeta": vjp(
+        "x, q=None", jvp=dict(q="{t} * -{x} * rt.zeta({x} + 1.0, {q})"), q="rt.unbroadcast({g} * -{x} * rt.zeta({x} + 1.0, {q}), {q})"
+    ),
+    # Pochhammer's (z)_m = Gamma(z + m) / Gamma(z), and factorial(n) = Gamma(n + 1)
+    "scipy.special.poch": elementwise("{ans} * (rt.digamma({x} + {y}) - rt.digamma({x}))", "{ans} * rt.digamma({x} + {y})"),
+    "scipy.special.factorial": vjp(
+        "n, exact=False", jvp=dict(n="{t} * {ans} * rt.digamma({n} + 1.0)"), n="rt.unbroadcast({g} * {ans} * rt.digamma({n} + 1.0), {n})"
+    ),
+    # Box-Cox in x (in lmbda: refused)
+    "scipy.special.boxcox": elementwise("{x} ** ({y} - 1.0)", None),
+    "scipy.special.boxcox1p": elementwise("(1.0 + {x}) ** ({y} - 1.0)", None),
+    # Owen's T(h, a): -phi(h) (Phi(a h) - 1/2) = -phi(h) erf(a h / sqrt 2) / 2 in h; e^(-h^2 (1 + a^2) / 2) / (2 pi (1 + a^2)) in a
+    "scipy.special.owens_t": elementwise(
+        "-0.19947114020071635 * np.exp(-0.5 * {x} * {x}) * rt.erf(0.7071067811865476 * {y} * {x})",
+        "np.exp(-0.5 * {x} * {x} * (1.0 + {y} * {y})) / (6.283185307179586 * (1.0 + {y} * {y}))",
+    ),
+    "scipy.special.hyp1f1": elementwise(None, None, "{x} / {y} * rt.hyp1f1({x} + 1.0, {y} + 1.0, {z})"),
+    "scipy.special.hyp2f1": RUNTIME_DERIVATIVES["srctrans.runtime.hyp2f1"],
+    # x - logsumexp(x) along axis: g minus softmax times g's sum
+    "scipy.special.log_softmax": vjp(
+        "x, axis=None", jvp=dict(x="{t} - np.sum(np.exp({ans}) * {t}, {axis}, None, None, True)"),
+        x="rt.unbroadcast({g} - np.exp({ans}) * np.sum({g}, {axis}, None, None, True), {x})",
+    ),
+})

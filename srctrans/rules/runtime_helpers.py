@@ -441,3 +441,48 @@ RUNTIME_DERIVATIVES.update({
         u="rt.interp_grad({g}, {x}, {xp}, {u}, {left}, {right}, {period})",
     ),
 })
+
+# --- scipy.special's Bessel functions and their kin (issue 20) -----------------------------------
+# The derivative in x of a Bessel function of order v is the same function at the orders v - 1 and
+# v + 1 (DLMF 10.6.2, 10.29.2); of the scaled ones, that and the scale's derivative. So one template
+# per family differentiates every order, and the helpers' own rules below (the same templates)
+# every derivative of it. {x}: the order v, {y}: the argument x, {ans}: the function's value.
+_BESSEL = {  # {lo}, {hi}: the neighbouring orders; {x}: the argument
+    "jv": "0.5 * (rt.jv({lo}, {x}) - rt.jv({hi}, {x}))",
+    "yv": "0.5 * (rt.yv({lo}, {x}) - rt.yv({hi}, {x}))",
+    "iv": "0.5 * (rt.iv({lo}, {x}) + rt.iv({hi}, {x}))",
+    "kv": "-0.5 * (rt.kv({lo}, {x}) + rt.kv({hi}, {x}))",
+    "ive": "0.5 * (rt.ive({lo}, {x}) + rt.ive({hi}, {x})) - np.sign({x}) * {ans}",  # iv exp(-|x|)
+    "kve": "{ans} - 0.5 * (rt.kve({lo}, {x}) + rt.kve({hi}, {x}))",  # kv exp(x)
+    "yn": "0.5 * (rt.yn({lo}, {x}) - rt.yn({hi}, {x}))",  # (integer orders: yn's own dtypes)
+}
+
+
+def bessel_grad(family: str, order: float | None = None) -> str:
+    """The derivative in ``x`` of ``family`` (``"jv"``, ..., ``"kve"``): at a fixed ``order`` a
+    template of one argument ``{x}`` (``j0``'s is ``bessel_grad("jv", 0)``); else of two, the
+    order ``{x}`` and the argument ``{y}`` (``jv(v, x)``'s)."""
+    text = _BESSEL[family]
+    one = "1" if family == "yn" else "1.0"
+    if order is not None:
+        return text.replace("{lo}", repr(float(order) - 1.0)).replace("{hi}", repr(float(order) + 1.0))
+    return text.replace("{x}", "{y}").replace("{lo}", f"{{x}} - {one}").replace("{hi}", f"{{x}} + {one}")
+
+
+RUNTIME_DERIVATIVES.update({
+    **{f"srctrans.runtime.{family}": elementwise(None, bessel_grad(family)) for family in _BESSEL},
+    "srctrans.runtime.gammaln": elementwise("rt.digamma({x})"),
+    "srctrans.runtime.erf": elementwise("1.1283791670955126 * np.exp(-{x} * {x})"),
+    # Hurwitz's zeta in q (DLMF 25.11.17); in x it has no closed form: refused
+    "srctrans.runtime.zeta": elementwise(None, "-{x} * rt.zeta({x} + 1.0, {y})"),
+    # d/dx 1F1(a; b; x) = a / b 1F1(a + 1; b + 1; x), and 2F1 alike (DLMF 13.3.15, 15.5.1)
+    "srctrans.runtime.hyp1f1": elementwise(None, None, "{x} / {y} * rt.hyp1f1({x} + 1.0, {y} + 1.0, {z})"),
+    "srctrans.runtime.hyp2f1": vjp(
+        "a, b, c, x",
+        jvp=dict(x="{t} * ({a} * {b} / {c}) * rt.hyp2f1({a} + 1.0, {b} + 1.0, {c} + 1.0, {x})"),
+        x="rt.unbroadcast({g} * ({a} * {b} / {c}) * rt.hyp2f1({a} + 1.0, {b} + 1.0, {c} + 1.0, {x}), {x})",
+    ),
+    "srctrans.runtime.multipolygamma": vjp(
+        "n, a, d", jvp=dict(a="{t} * rt.multipolygamma({n} + 1, {a}, {d})"), a="{g} * rt.multipolygamma({n} + 1, {a}, {d})"
+    ),
+})

@@ -8,9 +8,11 @@ rule may see batched (the others are tested unbatched only).
 import math
 
 import numpy as np
+import scipy.special as sp
 
 import srctrans
 import srctrans.runtime as rt
+from srctrans.rules.batching import SPECIAL_ELEMENTWISE
 
 
 def _unary(op):
@@ -630,3 +632,57 @@ PASS_THROUGH = [
     ("srctrans.parallel.collectives.all_gather", all_gather_other_axis),
     ("srctrans.parallel.collectives.axis_index", axis_index_other_axis),
 ]
+
+
+# scipy.special's functions of numbers and the helpers of their derivatives: elementwise
+def _nary(op, n):
+    def f1(x):
+        return op(x)
+
+    def f3(x, y, z):
+        return op(x, y, z)
+
+    def f4(a, b, c, x):
+        return op(a, b, c, x)
+
+    return {1: f1, 2: _binary(op), 3: f3, 4: f4}[n]
+
+
+def _special_spec(name):
+    fn = getattr(sp, name)
+    n = getattr(fn, "nin", None) or {"factorial": 1, "hyp1f1": 3, "hyp2f1": 4, "zeta": 2}.get(name, 2)
+    makers = [mat(2, 3)] + [vec(3)] * (n - 1)
+    if name == "zeta":
+        makers = [mat(2, 3, 1.5, 3.0), vec(3)]
+    return _nary(fn, n), makers
+
+
+def _yn2(x):
+    return sp.yn(2, x)
+
+
+def _polygamma2(x):
+    return sp.polygamma(2, x)
+
+
+def _rt_yn2(x):
+    return rt.yn(2, x)
+
+
+def _rt_polygamma3(x):
+    return rt.polygamma(3, x)
+
+
+for _name in SPECIAL_ELEMENTWISE:
+    if _name == "yn":
+        SPECS.append(("scipy.special.yn", _yn2, [mat(2, 3)], None))
+    elif _name == "polygamma":
+        SPECS.append(("scipy.special.polygamma", _polygamma2, [mat(2, 3)], None))
+    else:
+        SPECS.append((f"scipy.special.{_name}", *_special_spec(_name), None))
+SPECS.append(("numpy.i0", _unary(np.i0), [mat(2, 3)], None))
+for _name, _n in {"jv": 2, "yv": 2, "iv": 2, "ive": 2, "kv": 2, "kve": 2, "gammaln": 1, "erf": 1, "hyp1f1": 3, "hyp2f1": 4, "digamma": 1, "trigamma": 1}.items():
+    SPECS.append((f"srctrans.runtime.{_name}", _nary(getattr(rt, _name), _n), [mat(2, 3)] + [vec(3)] * (_n - 1), None))
+SPECS.append(("srctrans.runtime.zeta", _nary(rt.zeta, 2), [mat(2, 3, 1.5, 3.0), vec(3)], None))
+SPECS.append(("srctrans.runtime.polygamma", _rt_polygamma3, [mat(2, 3)], None))
+SPECS.append(("srctrans.runtime.yn", _rt_yn2, [mat(2, 3)], None))

@@ -753,3 +753,51 @@ SPECS.update({
     "numpy.real_if_close": [(lambda x: np.real_if_close(x * x) * B, (lambda r: normal(r, 3, 4),))],
     "numpy.angle": [(lambda x: np.angle(x) * x, (lambda r: normal(r, 5),))],
 })
+
+# scipy.special's Bessel functions and their kin (issue 20): every argument with a rule, a stack of
+# matrices (shape (2, 3, 2)) for the first argument of each family
+SPECS.update({
+    "scipy.special.j0": [(lambda x: special.j0(x), (lambda r: normal(r, 4) * 2.0,)), (lambda x: special.j0(x) * x, (lambda r: normal(r, 2, 3, 2),))],
+    "scipy.special.j1": [(lambda x: special.j1(x), (lambda r: normal(r, 4) * 2.0,))],
+    "scipy.special.jv": [
+        (lambda x: special.jv(1.5, x), (lambda r: pos(r, 4) * 2.0,)),
+        (lambda x: special.jv(np.array([0.0, 1.0, 2.5]), x), (lambda r: pos(r, 2, 2, 3) * 2.0,)),  # orders broadcast
+    ],
+    "scipy.special.y0": [(lambda x: special.y0(x), (lambda r: pos(r, 4) * 2.0,))],
+    "scipy.special.y1": [(lambda x: special.y1(x), (lambda r: pos(r, 3, 2) * 2.0,))],
+    "scipy.special.yv": [(lambda x: special.yv(0.5, x), (lambda r: pos(r, 4) * 2.0,))],
+    "scipy.special.yn": [(lambda x: special.yn(2, x), (lambda r: pos(r, 4) * 2.0,))],
+    "scipy.special.i0": [(lambda x: special.i0(x), (lambda r: normal(r, 4),)), (lambda x: special.i0(x) * x, (lambda r: normal(r, 2, 3, 2),))],
+    "scipy.special.i1": [(lambda x: special.i1(x), (lambda r: normal(r, 4),))],
+    "scipy.special.iv": [(lambda x: special.iv(2.5, x), (lambda r: pos(r, 4),))],
+    "scipy.special.i0e": [(lambda x: special.i0e(x), (lambda r: normal(r, 4) * 2.0,))],
+    "scipy.special.i1e": [(lambda x: special.i1e(x), (lambda r: normal(r, 4) * 2.0,))],
+    "scipy.special.ive": [(lambda x: special.ive(1.5, x), (lambda r: pos(r, 4) * 2.0,)), (lambda x: special.ive(2.0, x), (lambda r: normal(r, 4) * 2.0,))],
+    "scipy.special.k0": [(lambda x: special.k0(x), (lambda r: pos(r, 4),))],
+    "scipy.special.k1": [(lambda x: special.k1(x), (lambda r: pos(r, 4),))],
+    "scipy.special.k0e": [(lambda x: special.k0e(x), (lambda r: pos(r, 4),))],
+    "scipy.special.k1e": [(lambda x: special.k1e(x), (lambda r: pos(r, 4),))],
+    "scipy.special.kv": [(lambda x: special.kv(0.7, x), (lambda r: pos(r, 4),))],
+    "scipy.special.kve": [(lambda x: special.kve(1.7, x), (lambda r: pos(r, 4),))],
+    "numpy.i0": [(lambda x: np.i0(x), (lambda r: normal(r, 4),)), (lambda x: np.i0(x) * x, (lambda r: normal(r, 2, 3, 2),))],
+    "scipy.special.expi": [(lambda x: special.expi(x), (lambda r: normal(r, 4) + 0.1,))],
+    "scipy.special.exp1": [(lambda x: special.exp1(x), (lambda r: pos(r, 4),))],
+    "scipy.special.polygamma": [(lambda x: special.polygamma(2, x), (lambda r: pos(r, 4),)), (lambda x: special.polygamma(0, x), (lambda r: pos(r, 3, 2),))],
+    "scipy.special.multigammaln": [(lambda a: special.multigammaln(a, 3), (lambda r: pos(r, 4) + 2.0,))],
+    "scipy.special.gammainc": [(lambda x: special.gammainc(1.7, x), (lambda r: pos(r, 4),))],
+    "scipy.special.gammaincc": [(lambda x: special.gammaincc(2.3, x), (lambda r: pos(r, 4),))],
+    "scipy.special.betainc": [(lambda x: special.betainc(1.5, 2.5, x), (lambda r: pos(r, 4) * 0.5,))],
+    "scipy.special.zeta": [(lambda q: special.zeta(3.0, q), (lambda r: pos(r, 4),))],
+    "scipy.special.poch": [(lambda z, m: special.poch(z, m), (lambda r: pos(r, 3, 2) + 1.0, lambda r: pos(r, 2)))],
+    "scipy.special.factorial": [(lambda n: special.factorial(n), (lambda r: pos(r, 4) * 3.0,))],
+    "scipy.special.boxcox": [(lambda x: special.boxcox(x, 0.3), (lambda r: pos(r, 4),))],
+    "scipy.special.boxcox1p": [(lambda x: special.boxcox1p(x, 0.3), (lambda r: pos(r, 4),))],
+    "scipy.special.owens_t": [(lambda h, a: special.owens_t(h, a), (lambda r: normal(r, 4), lambda r: normal(r, 4)))],
+    "scipy.special.hyp1f1": [(lambda x: special.hyp1f1(0.5, 1.5, x), (lambda r: normal(r, 4),))],
+    "scipy.special.hyp2f1": [(lambda x: special.hyp2f1(0.5, 1.0, 1.5, x), (lambda r: pos(r, 4) * 0.5,))],
+    "scipy.special.log_softmax": [
+        (lambda x: special.log_softmax(x) * B, (lambda r: normal(r, 4),)),
+        (lambda x: special.log_softmax(x, axis=0) * x, (lambda r: normal(r, 3, 4),)),
+        (lambda x: special.log_softmax(x, axis=-1) * B, (lambda r: normal(r, 2, 3, 4),)),
+    ],
+})

@@ -527,3 +527,21 @@ RUNTIME_SPECS.update({
         (lambda u: rt.interp_linear(XS, XP, u, 1.0, -1.0, None) ** 2, (lambda r: normal(r, 5),)),
     ],
 })
+
+# the helpers of scipy.special's Bessel functions and their kin: each one's derivative is itself
+# (or its family) again
+RUNTIME_SPECS.update({
+    "srctrans.runtime.jv": [(lambda x: rt.jv(1.5, x), (lambda r: pos(r, 4) * 2.0,)), (lambda x: rt.jv(-1.0, x), (lambda r: normal(r, 3, 2),))],
+    "srctrans.runtime.yv": [(lambda x: rt.yv(2.0, x), (lambda r: pos(r, 4) * 2.0,))],
+    "srctrans.runtime.yn": [(lambda x: rt.yn(2, x), (lambda r: pos(r, 4) * 2.0,))],
+    "srctrans.runtime.iv": [(lambda x: rt.iv(0.5, x), (lambda r: pos(r, 4),))],
+    "srctrans.runtime.ive": [(lambda x: rt.ive(1.0, x), (lambda r: normal(r, 4) * 2.0,))],
+    "srctrans.runtime.kv": [(lambda x: rt.kv(1.0, x), (lambda r: pos(r, 4),))],
+    "srctrans.runtime.kve": [(lambda x: rt.kve(0.0, x), (lambda r: pos(r, 4),))],
+    "srctrans.runtime.gammaln": [(lambda x: rt.gammaln(x), (lambda r: pos(r, 4) + 0.5,))],
+    "srctrans.runtime.erf": [(lambda x: rt.erf(x), (lambda r: normal(r, 4),))],
+    "srctrans.runtime.zeta": [(lambda q: rt.zeta(4.0, q), (lambda r: pos(r, 4),))],
+    "srctrans.runtime.hyp1f1": [(lambda x: rt.hyp1f1(1.5, 2.5, x), (lambda r: normal(r, 4),))],
+    "srctrans.runtime.hyp2f1": [(lambda x: rt.hyp2f1(1.5, 2.0, 2.5, x), (lambda r: pos(r, 4) * 0.5,))],
+    "srctrans.runtime.multipolygamma": [(lambda a: rt.multipolygamma(1, a, 2), (lambda r: pos(r, 4) + 1.0,))],
+})

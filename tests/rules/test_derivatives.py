@@ -135,6 +135,14 @@ HELPER_PARAMS_NOT_EXERCISED = {
     ("srctrans.runtime.interp_grad", "xp"): "np.interp is differentiated in fp only: its rule refuses a differentiated xp",
     ("srctrans.runtime.interp_linear", "x"): "np.interp is differentiated in fp only: its rule refuses a differentiated x",
     ("srctrans.runtime.interp_linear", "xp"): "np.interp is differentiated in fp only: its rule refuses a differentiated xp",
+    # scipy.special's orders and parameters: refused when differentiated (no derivative there)
+    **{(f"srctrans.runtime.{name}", "x"): "a Bessel function's order: its rule refuses a differentiated one"
+       for name in ("jv", "yv", "yn", "iv", "ive", "kv", "kve")},
+    ("srctrans.runtime.zeta", "x"): "zeta's exponent: its rule refuses a differentiated one",
+    ("srctrans.runtime.hyp1f1", "x"): "1F1's parameter a: its rule refuses a differentiated one",
+    ("srctrans.runtime.hyp1f1", "y"): "1F1's parameter b: its rule refuses a differentiated one",
+    **{("srctrans.runtime.hyp2f1", p): f"2F1's parameter {p}: its rule refuses a differentiated one" for p in "abc"},
+    ("srctrans.runtime.multipolygamma", "d"): "multigammaln's dimension, an integer",
 }
 
 

@@ -33,9 +33,7 @@ from .specs import SPECS
 from .test_derivatives import check_float32
 
 _STATS = "no rule for scipy.stats distributions yet (their densities are written with scipy.special functions without rules)"
-_SPECIAL = "no rule yet: its derivative needs a scipy.special function srctrans.runtime does not wrap yet"
 GAPS: dict[str, str] = {
-    "numpy.i0": "no rule yet: its derivative is scipy.special.i1, without a rule",
     "numpy.frexp": "no rule yet (two outputs: the mantissa's derivative is 2**-exponent)",
     "numpy.row_stack": "no rule yet (numpy.vstack's, deprecated since NumPy 2.0)",
     "numpy.linalg.eigvals": "no rule yet (numpy.linalg.eig's eigenvalues)",
@@ -47,15 +45,8 @@ GAPS: dict[str, str] = {
     "scipy.linalg.expm": "no rule yet",
     "scipy.signal.convolve": "no rule yet (numpy.convolve has one)",
     "scipy.integrate.odeint": "no rule: an integrator, not a formula (adjoint ODE)",
-    **{k: _SPECIAL for k in (
-        "scipy.special.polygamma scipy.special.multigammaln scipy.special.betainc scipy.special.gammainc "
-        "scipy.special.gammaincc scipy.special.j0 scipy.special.j1 scipy.special.jn scipy.special.y0 "
-        "scipy.special.y1 scipy.special.yn scipy.special.i0 scipy.special.i1 scipy.special.iv "
-        "scipy.special.ive scipy.special.i1e scipy.special.log_softmax scipy.special.boxcox "
-        "scipy.special.boxcox1p scipy.special.sici scipy.special.fresnel scipy.special.factorial "
-        "scipy.special.zeta scipy.special.expi scipy.special.exp1 scipy.special.owens_t scipy.special.poch "
-        "scipy.special.hyp1f1 scipy.special.hyp2f1"
-    ).split()},
+    "scipy.special.sici": "no rule yet (two outputs: sin(x) / x and cos(x) / x)",
+    "scipy.special.fresnel": "no rule yet (two outputs: sin(pi x**2 / 2) and cos(pi x**2 / 2))",
     **{k: _STATS for k in PEERS if k.startswith("scipy.stats.")},
 }
 

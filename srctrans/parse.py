@@ -22,6 +22,8 @@ from .capture import Captured, lambda_column
 from .errors import SourceUnavailableError, SrcTransError
 
 _PARSED: dict[str, tuple[cst.Module, Mapping[cst.CSTNode, CodeRange]]] = {}
+# per parsed file (keyed like _PARSED): its lambdas by first line, its functions by (name, first line)
+_DEFINITIONS: dict[str, tuple[dict[int, list[cst.Lambda]], dict[tuple[str, int], list[cst.FunctionDef]]]] = {}
 
 
 def parse_text(text: str) -> tuple[cst.Module, Mapping[cst.CSTNode, CodeRange]]:
@@ -31,6 +33,25 @@ def parse_text(text: str) -> tuple[cst.Module, Mapping[cst.CSTNode, CodeRange]]:
         wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
         _PARSED[key] = (wrapper.module, wrapper.resolve(PositionProvider))
     return _PARSED[key]
+
+
+def _definitions(text: str):
+    """The lambdas and function definitions of the file ``text``, by the line they start on (a
+    function's first decorator's line): found once per file from the positions, which hold every
+    node in source order, not by walking the tree for each function taken from the file."""
+    key = hashlib.sha1(text.encode()).hexdigest()
+    if key not in _DEFINITIONS:
+        _, positions = parse_text(text)
+        lambdas: dict[int, list[cst.Lambda]] = {}
+        functions: dict[tuple[str, int], list[cst.FunctionDef]] = {}
+        for node, rng in positions.items():
+            if isinstance(node, cst.Lambda):
+                lambdas.setdefault(rng.start.line, []).append(node)
+            elif isinstance(node, cst.FunctionDef):
+                first = min([positions[d].start.line for d in node.decorators] + [rng.start.line])
+                functions.setdefault((node.name.value, first), []).append(node)
+        _DEFINITIONS[key] = (lambdas, functions)
+    return _DEFINITIONS[key]
 
 
 @dataclass
@@ -77,30 +98,6 @@ class ParsedFunction:
         return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
-class _FindFunction(cst.CSTVisitor):
-    def __init__(self, positions, name: str, line: int) -> None:
-        self.positions = positions
-        self.name = name
-        self.line = line
-        self.found: list[cst.FunctionDef] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        first = min([self.positions[d].start.line for d in node.decorators] + [self.positions[node].start.line])
-        if node.name.value == self.name and first == self.line:
-            self.found.append(node)
-
-
-class _FindLambda(cst.CSTVisitor):
-    def __init__(self, positions, line: int) -> None:
-        self.positions = positions
-        self.line = line
-        self.found: list[cst.Lambda] = []
-
-    def visit_Lambda(self, node: cst.Lambda) -> None:
-        if self.positions[node].start.line == self.line:
-            self.found.append(node)
-
-
 def parse_function(cap: Captured) -> ParsedFunction:
     """Find the captured function's node in its parsed file."""
     lifted = getattr(cap.fn, "__srctrans_lifted__", None)
@@ -115,12 +112,12 @@ def parse_function(cap: Captured) -> ParsedFunction:
             line=err.raw_line,
             col=err.raw_column,
         ) from None
+    lambdas, functions = _definitions(cap.file_text)
     if cap.fn.__name__ == "<lambda>":
-        node = _pick_lambda(cap, module, positions)
+        node = _pick_lambda(cap, lambdas.get(cap.firstlineno, []), positions)
     else:
-        finder = _FindFunction(positions, cap.fn.__name__, cap.firstlineno)
-        module.visit(finder)
-        if len(finder.found) != 1:
+        found = functions.get((cap.fn.__name__, cap.firstlineno), [])
+        if len(found) != 1:
             raise SourceUnavailableError(
                 f"cannot find the definition of {cap.qualname} at line {cap.firstlineno}; "
                 "the file may have changed since it was imported",
@@ -128,16 +125,14 @@ def parse_function(cap: Captured) -> ParsedFunction:
                 line=cap.firstlineno,
                 hint="reload the module (or restart the kernel) so the code and the file agree",
             )
-        node = finder.found[0]
+        node = found[0]
     return ParsedFunction(cap, module, node, positions)
 
 
-def _pick_lambda(cap: Captured, module: cst.Module, positions) -> cst.Lambda:
-    finder = _FindLambda(positions, cap.firstlineno)
-    module.visit(finder)
+def _pick_lambda(cap: Captured, on_line: list[cst.Lambda], positions) -> cst.Lambda:
     params = cap.fn.__code__.co_varnames[: cap.fn.__code__.co_argcount + cap.fn.__code__.co_kwonlyargcount]
     candidates = [
-        lam for lam in finder.found if tuple(p.name.value for p in _lambda_params(lam)) == tuple(params)
+        lam for lam in on_line if tuple(p.name.value for p in _lambda_params(lam)) == tuple(params)
     ]
     if len(candidates) > 1:
         col = lambda_column(cap.fn)

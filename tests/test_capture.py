@@ -218,3 +218,33 @@ def test_unresolvable_name_is_located(make_module):
     assert err.line == 3 and err.col == 15
     assert "name 'undefined_thing' is not defined" in str(err)
     assert "return x + undefined_thing" in str(err)
+
+
+def test_a_file_is_read_for_its_definitions_once(make_module, monkeypatch):
+    """Every lambda and function of one file is found from one index of the parsed file (walking an
+    800-line file's tree for each of its lambdas took 1.7 s per lambda), and each is the right one."""
+    from srctrans import parse
+
+    mod = make_module(
+        """
+        import numpy as np
+
+        SQUARE = lambda x: x * x
+        CUBE = lambda x: x * x * x
+
+
+        def twice(x):
+            return 2.0 * x
+
+
+        @staticmethod
+        def decorated(x):
+            return np.sin(x)
+        """
+    )
+    monkeypatch.setattr(parse, "_DEFINITIONS", {})
+    found = [parse.parse_function(capture(f)) for f in (mod.SQUARE, mod.CUBE, mod.twice, mod.decorated.__func__)]
+    assert [type(p.node).__name__ for p in found] == ["Lambda", "Lambda", "FunctionDef", "FunctionDef"]
+    assert [p.line_of(p.node) for p in found] == [4, 5, 8, 13]
+    assert len(parse._DEFINITIONS) == 1
+    assert srctrans.grad(mod.CUBE)(2.0) == 12.0 and srctrans.grad(mod.twice)(1.0) == 2.0

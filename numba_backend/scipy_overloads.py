@@ -101,6 +101,8 @@ def _elementwise(fn: np.ufunc, call64, call32=None) -> None:
 
 _elementwise(sp.gammaln, _scipy_call("gammaln", "gammaln", False))
 _elementwise(sp.erf, _scipy_call("erf", "__pyx_fuse_1erf", False))
+_elementwise(rt.gammaln, _scipy_call("gammaln", "gammaln", False))  # (the helpers rules call: the same)
+_elementwise(rt.erf, _scipy_call("erf", "__pyx_fuse_1erf", False))
 _elementwise(
     sp.expit, _scipy_call("expit", "__pyx_fuse_0expit", False), _scipy_call("expit", "__pyx_fuse_1expit", True)
 )
@@ -179,6 +181,32 @@ for _name in ("jv", "yv", "iv", "ive", "kv", "kve"):
     _call = _scipy_call2(_name, f"__pyx_fuse_1{_name}")
     _of_order(getattr(sp, _name), _call, f"scipy.special.{_name}", _float32_result)
     _of_order(getattr(rt, _name), _call, f"srctrans.runtime.{_name}", _float32_result)  # (the helper: the same)
+
+
+# --- the functions of the error function, of the gamma function, and of two numbers (issue 20;
+# what scipy.stats' densities are written with in srctrans.library.stats): SciPy's own C functions
+
+
+for _name, _capi in (
+    ("ndtr", "__pyx_fuse_1ndtr"), ("log_ndtr", "__pyx_fuse_1log_ndtr"), ("erfc", "__pyx_fuse_1erfc"),
+    ("erfcx", "__pyx_fuse_1erfcx"), ("ndtri", "ndtri"), ("erfcinv", "erfcinv"), ("dawsn", "__pyx_fuse_1dawsn"),
+    ("gamma", "__pyx_fuse_1gamma"), ("rgamma", "__pyx_fuse_1rgamma"), ("loggamma", "__pyx_fuse_1loggamma"),
+    ("entr", "entr"),
+):
+    _elementwise(getattr(sp, _name), _scipy_call(_name, _capi, False))
+
+
+def _float32_both(a, b) -> bool:
+    """SciPy's ufunc of two numbers (gammainc ...) gives float32 where both are float32, one an
+    array (a Python number beside a float32 array gives float64: these ufuncs do not follow NEP 50)."""
+    dtypes = [t.dtype if isinstance(t, types.Array) else t for t in (a, b)]
+    return any(isinstance(t, types.Array) for t in (a, b)) and all(d == types.float32 for d in dtypes)
+
+
+for _name, _capi in (
+    ("gammainc", "gammainc"), ("gammaincc", "gammaincc"), ("betaln", "betaln"), ("xlog1py", "__pyx_fuse_1xlog1py"),
+):
+    _of_order(getattr(sp, _name), _scipy_call2(_name, _capi), f"scipy.special.{_name}", _float32_both)
 
 
 # --- xlogy, softmax ---

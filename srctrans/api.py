@@ -576,17 +576,22 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     else:
         target = fn._fn if isinstance(fn, Jitted) else fn
     pyfn, _, bound_args, _ = unwrap(target)
-    visible = [p.name for p in inspect.signature(pyfn).parameters.values()][len(bound_args):]
-    if len(primals) != len(visible):
+    params = list(inspect.signature(pyfn).parameters.values())[len(bound_args):]
+    visible = [p.name for p in params]
+    defaults: tuple = ()
+    if len(primals) < len(visible) and all(p.default is not p.empty for p in params[len(primals):]):
+        defaults = tuple(p.default for p in params[len(primals):])  # fn(*primals), as JAX calls it: constants
+    if len(primals) + len(defaults) != len(visible):
         raise TypeError(f"vjp: {pyfn.__qualname__} takes {len(visible)} arguments, got {len(primals)} primals")
-    options: tuple = (("wrt", tuple(visible)),) + ((("has_aux", True),) if has_aux else ())
+    wrt = tuple(visible[: len(primals)])
+    options: tuple = (("wrt", wrt),) + ((("has_aux", True),) if has_aux else ())
     runner = Jitted(target, _transform=Transform("vjp", options), _compile=compiled)
-    runner._wrt = tuple(visible)
+    runner._wrt = wrt
     primals = tuple(_plain_tree(runner, n, p) for n, p in zip(visible, primals))  # (the primal too: plain arrays)
 
     def vjp_fn(cotangent):
         refuse_complex("vjp", [*visible, "the cotangent"], [*primals, cotangent])
-        spec, call_args = runner._prepare(tuple(primals), {})
+        spec, call_args = runner._prepare(tuple(primals) + defaults, {})
         if spec.returns is not None:  # a dict or list result: the cotangent in the same structure
             struct = spec.returns["tuple"][0] if has_aux else spec.returns
             cotangent = unbuild(struct, cotangent)

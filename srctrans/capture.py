@@ -112,6 +112,12 @@ class Captured:
         return values
 
 
+def _library_source(obj: Any) -> types.FunctionType | None:
+    from .library import source_for
+
+    return source_for(obj)
+
+
 def unwrap(obj: Callable) -> tuple[types.FunctionType, str, tuple, dict]:
     """Peel partials, methods and srctrans wrappers down to a plain function."""
     args: tuple = ()
@@ -123,6 +129,8 @@ def unwrap(obj: Callable) -> tuple[types.FunctionType, str, tuple, dict]:
             kwargs = {**obj.keywords, **kwargs}
             kind = "partial"
             obj = obj.func
+        elif isinstance(obj, types.MethodType) and _library_source(obj) is not None:
+            obj = _library_source(obj)  # scipy.stats.norm.logpdf: srctrans.library's source of it
         elif isinstance(obj, types.MethodType):
             args = (obj.__self__,) + args
             kind = "method"

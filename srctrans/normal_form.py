@@ -301,7 +301,9 @@ def module_functions(unit: Unit, primal_custom: bool) -> dict[str, Any]:
     """``{"helpers.norm": norm}``: the unit's reads of a function of the user's own through a
     module it imports (``import helpers``), which Numba cannot call there. ``primal_custom``:
     a ``custom_vjp``/``custom_jvp`` there is the function it wraps (as in :func:`resolve_unit`)."""
-    modules = {n: b.value for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType)}
+    from .library import is_distribution, source_for
+
+    modules = {n: b.value for n, b in unit.bindings.items() if isinstance(b.value, types.ModuleType) or is_distribution(b.value)}
     if not modules:
         return {}
     found: dict[str, Any] = {}
@@ -317,6 +319,7 @@ def module_functions(unit: Unit, primal_custom: bool) -> dict[str, Any]:
             value = modules[base.value]
             for part in reversed(parts):
                 value = getattr(value, part, None)
+            value = source_for(value) or value  # stats.norm.logpdf: srctrans.library's source of it
             if primal_custom and _custom_rule(value):
                 value = value.fun
             if is_user_function(value) and not _custom_rule(value):

@@ -17,7 +17,7 @@ PACKAGES = ("srctrans", "numba_backend")
 
 # Layers, lowest first: a module may import from its own layer and the ones below.
 LAYERS = [
-    ("ground", ("srctrans.errors", "srctrans.config", "srctrans.version", "srctrans.backend", "srctrans.tree", "srctrans.rules", "srctrans.runtime",
+    ("ground", ("srctrans.errors", "srctrans.config", "srctrans.version", "srctrans.backend", "srctrans.tree", "srctrans.rules", "srctrans.library", "srctrans.runtime",
                 "srctrans.subclasses", "srctrans.ad.custom", "srctrans.ad.custom_jvp", "srctrans.parallel.collectives",
                 "srctrans.parallel.devices", "srctrans.faces", "srctrans.boundary", "srctrans.sharding")),
     ("source", ("srctrans.capture", "srctrans.parse", "srctrans.fence", "srctrans.lifting", "srctrans.cache", "srctrans.emit", "srctrans.statics", "srctrans.variant",

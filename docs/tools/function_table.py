@@ -15,7 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from numba_backend.coverage import DIFFERENT, FORWARD_NOT_COMPILED, NOT_COMPILED, PARTLY  # noqa: E402
+from numba_backend.coverage import DIFFERENT, FORWARD_NOT_COMPILED, LIBRARY_NOT_COMPILED, NOT_COMPILED, PARTLY  # noqa: E402
+from srctrans import library  # noqa: E402
 from srctrans.rules.batching import BATCHING  # noqa: E402
 from srctrans.rules.derivatives import DERIVATIVES  # noqa: E402
 from srctrans.rules.runtime_helpers import RUNTIME_DERIVATIVES  # noqa: E402
@@ -80,7 +81,35 @@ def table() -> str:
         f"(zero), {batched} with a batching rule, {compiled} compiled under ``jit`` in full.\n\n"
     )
     footer = "\n\nUnder ``jit``:\n\n" + "\n".join(f"({i}) {note}" + ("" if i == len(notes) else "\n") for i, note in enumerate(notes, 1))
-    return HEADER + summary + "\n".join(lines) + (footer if notes else "") + "\n"
+    return HEADER + summary + "\n".join(lines) + (footer if notes else "") + "\n" + library_table()
+
+
+LIBRARY_HEADER = """
+Written as NumPy source
+-----------------------
+
+These functions have no rule of their own: ``srctrans/library`` writes each as a short NumPy
+and ``scipy.special`` program (as JAX writes ``jax.scipy.stats``), and a call of one in your
+code is a call of that source, which every transformation goes through as it goes through
+your own functions (the generated file shows it). Their arguments are SciPy's (``loc=`` and
+``scale=`` too); a derivative with respect to a parameter whose special function has no rule
+for it (``t.cdf``'s degrees of freedom, ``beta.cdf``'s shapes) is refused.
+
+"""
+
+
+def library_table() -> str:
+    rows = []
+    for name in sorted(library.covered()):
+        jit = f"no: {LIBRARY_NOT_COMPILED[name]}" if name in LIBRARY_NOT_COMPILED else "yes"
+        rows.append((f"``{name}``", jit))
+    header = ("function", "jit")
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    rule_line = "  ".join("=" * w for w in widths)
+    lines = [rule_line, "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), rule_line]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.append(rule_line)
+    return LIBRARY_HEADER + f"{len(rows)} functions, {sum(r[1] == 'yes' for r in rows)} compiled under ``jit``.\n\n" + "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -50,6 +50,9 @@ _OWN_PACKAGES = ("srctrans", "numba_backend")
 _OWN_ROOTS = tuple(
     os.path.realpath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, p)) + os.sep for p in _OWN_PACKAGES
 )
+# srctrans.library: NumPy source srctrans transforms as the user's own (scipy.stats' densities)
+_LIBRARY_ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), os.pardir, "library")) + os.sep
+_LIBRARY_MODULE = "srctrans.library."
 
 
 @dataclass(frozen=True)
@@ -83,10 +86,12 @@ def is_user_function(value: Any) -> bool:
     if not isinstance(value, types.FunctionType):
         return False
     module = getattr(value, "__module__", "") or ""
-    if module.split(".")[0] in RULE_LIBRARIES:
-        return False
     filename = value.__code__.co_filename
     path = os.path.realpath(filename)
+    if module.startswith(_LIBRARY_MODULE) and path.startswith(_LIBRARY_ROOT):
+        return True
+    if module.split(".")[0] in RULE_LIBRARIES:
+        return False
     if path.startswith(_OWN_ROOTS) or _in_stdlib(path):
         return False
     if path.startswith(_SITE_ROOTS):
@@ -154,8 +159,19 @@ def import_text(value: Any, name: str) -> str | None:
     return None
 
 
+def _library_source(value: Any):
+    if not isinstance(value, types.MethodType):
+        return None
+    from ..library import source_for
+
+    return source_for(value)
+
+
 def bind(name: str, value: Any, origin: str, module_name: str) -> Binding:
     """Decide how one free name's value reaches the generated file."""
+    source = _library_source(value)
+    if source is not None:  # logpdf = scipy.stats.norm.logpdf: srctrans.library's source of it
+        return Binding(name, "callee", source, origin)
     if is_user_function(value):
         return Binding(name, "callee", getattr(value, "__srctrans_function__", value), origin)
     text = None

@@ -21,7 +21,7 @@ the rule and its first spec on a stack (an argument of three axes or more).
 from __future__ import annotations
 
 import numpy as np
-from scipy import special
+from scipy import special, stats
 
 from .specs import SPECS, B, normal, pos, unit, wellposed
 
@@ -193,6 +193,44 @@ OWN = {
     "numpy.linalg.norm": [(lambda x: np.linalg.norm(x, "fro", axis=(1, 2)), (lambda r: normal(r, 2, 3, 4),))],
     "numpy.linalg.pinv": [(lambda x: np.linalg.pinv(x), (lambda r: normal(r, 2, 4, 3),))],
     "scipy.special.logsumexp": [(lambda x: special.logsumexp(x, axis=(0, 2)), (lambda r: normal(r, 2, 3, 4),))],
+    # scipy.stats (srctrans.library.stats): every argument autograd differentiates, loc and scale
+    # broadcast against x as in autograd's combo_check; the parameters no rule covers held fixed
+    **{f"scipy.stats.norm.{fn.__name__}": [
+        (fn, (lambda r: normal(r, 4), lambda r: normal(r, 4), lambda r: pos(r, 4) + 0.6)),
+        (keywords, (lambda r: normal(r, 2, 3), lambda r: pos(r, 3))),
+    ] for fn, keywords in (
+        (stats.norm.pdf, lambda x, s: stats.norm.pdf(x, scale=s)),
+        (stats.norm.cdf, lambda x, s: stats.norm.cdf(x, scale=s)),
+        (stats.norm.sf, lambda x, s: stats.norm.sf(x, loc=0.5, scale=s)),
+        (stats.norm.logpdf, lambda x, s: stats.norm.logpdf(x, scale=s)),
+        (stats.norm.logcdf, lambda x, s: stats.norm.logcdf(x, 0.1, s)),
+        (stats.norm.logsf, lambda x, s: stats.norm.logsf(x, scale=s)),
+    )},
+    "scipy.stats.t.pdf": [(stats.t.pdf, (lambda r: normal(r, 4), lambda r: pos(r, 4) + 2.1, lambda r: normal(r, 4), lambda r: pos(r, 4) + 1.1))],
+    "scipy.stats.t.logpdf": [(stats.t.logpdf, (lambda r: normal(r, 4), lambda r: pos(r, 4) + 2.1, lambda r: normal(r, 4), lambda r: pos(r, 4) + 1.1))],
+    "scipy.stats.t.cdf": [(lambda x, loc, scale: stats.t.cdf(x, 3.5, loc, scale), (lambda r: normal(r, 4), lambda r: normal(r, 4), lambda r: pos(r, 4) + 0.6))],
+    "scipy.stats.t.logcdf": [(lambda x, loc: stats.t.logcdf(x, 2.5, loc), (lambda r: normal(r, 4), lambda r: normal(r, 1)))],
+    "scipy.stats.poisson.pmf": [(lambda mu: stats.poisson.pmf(np.array([0.0, 1.0, 3.0, 6.0]), mu), (lambda r: pos(r, 4) * 3.0,))],
+    "scipy.stats.poisson.logpmf": [(lambda mu: stats.poisson.logpmf(np.array([0.0, 1.0, 3.0, 6.0]), mu), (lambda r: pos(r, 4) * 3.0,))],
+    "scipy.stats.poisson.cdf": [(lambda mu: stats.poisson.cdf(np.array([0.0, 1.0, 3.5, 6.0]), mu), (lambda r: pos(r, 4) * 3.0,))],
+    "scipy.stats.chi2.pdf": [(lambda x, df: stats.chi2.pdf(x, df), (lambda r: pos(r, 4) * 2.0, lambda r: pos(r, 4) + 2.5))],
+    "scipy.stats.chi2.logpdf": [(lambda x, df: stats.chi2.logpdf(x, df), (lambda r: pos(r, 4) * 2.0, lambda r: pos(r, 4) + 2.5))],
+    "scipy.stats.chi2.cdf": [(lambda x: stats.chi2.cdf(x, 3.0), (lambda r: pos(r, 4) * 2.0,))],
+    "scipy.stats.beta.pdf": [(lambda x, a, b: stats.beta.pdf(x, a, b), (lambda r: r.uniform(0.1, 0.9, 4), lambda r: pos(r, 4) + 1.0, lambda r: pos(r, 4) + 1.0))],
+    "scipy.stats.beta.logpdf": [(lambda x, a, b: stats.beta.logpdf(x, a, b), (lambda r: r.uniform(0.1, 0.9, 4), lambda r: pos(r, 4) + 1.0, lambda r: pos(r, 4) + 1.0))],
+    "scipy.stats.beta.cdf": [(lambda x: stats.beta.cdf(x, 2.5, 1.5), (lambda r: r.uniform(0.1, 0.9, 4),))],
+    "scipy.stats.gamma.pdf": [(lambda x, a: stats.gamma.pdf(x, a), (lambda r: pos(r, 4) * 2.0, lambda r: pos(r, 4) + 1.5))],
+    "scipy.stats.gamma.logpdf": [(lambda x, a, s: stats.gamma.logpdf(x, a, scale=s), (lambda r: pos(r, 4) * 2.0, lambda r: pos(r, 4) + 1.5, lambda r: pos(r, 1)))],
+    "scipy.stats.gamma.cdf": [(lambda x: stats.gamma.cdf(x, 2.5), (lambda r: pos(r, 4) * 2.0,))],
+    # (a point of the simplex, wherever central differences move it: SciPy checks)
+    "scipy.stats.dirichlet.pdf": [(lambda x, alpha: stats.dirichlet.pdf(x / np.sum(x), alpha), (lambda r: r.dirichlet(np.ones(3)), lambda r: pos(r, 3) + 1.0))],
+    "scipy.stats.dirichlet.logpdf": [(lambda x, alpha: stats.dirichlet.logpdf(x / np.sum(x, axis=0), alpha), (lambda r: r.dirichlet(np.ones(3), 4).T, lambda r: pos(r, 3) + 1.0))],
+    "scipy.stats.multivariate_normal.pdf": [(stats.multivariate_normal.pdf, (lambda r: normal(r, 4, 3), lambda r: normal(r, 3), lambda r: wellposed(r, 3, 3) @ wellposed(r, 3, 3).T))],
+    "scipy.stats.multivariate_normal.logpdf": [
+        (stats.multivariate_normal.logpdf, (lambda r: normal(r, 3), lambda r: normal(r, 3), lambda r: wellposed(r, 3, 3) @ wellposed(r, 3, 3).T)),
+        (lambda x, m: stats.multivariate_normal.logpdf(x, m, 2.0), (lambda r: normal(r, 5, 2), lambda r: normal(r, 2))),
+    ],
+    "scipy.stats.multivariate_normal.entropy": [(lambda c: stats.multivariate_normal.entropy(np.zeros(3), c), (lambda r: wellposed(r, 3, 3) @ wellposed(r, 3, 3).T,))],
 }
 
 # what the peers differentiate and srctrans refuses with NotImplementedError: key -> (function, makers, why)

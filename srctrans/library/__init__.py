@@ -1,0 +1,55 @@
+"""Library functions written as NumPy source, which srctrans transforms like the user's own code.
+
+Some functions users call are not formulas with a rule of their own but short programs of
+functions that have rules: scipy.stats' densities and distribution functions are sums, logs
+and ``scipy.special`` functions. Here they are written out as such programs
+(:mod:`srctrans.library.stats`), and a call of the library's function in the user's code
+(``stats.norm.logpdf(x, mu, s)``, ``norm.cdf(x)`` after ``from scipy.stats import norm``) is a
+call of its source: every transformation (grad, jvp, vmap, jit ...) goes through it as it goes
+through a function of the user's, and the generated file shows it. (JAX writes
+``jax.scipy.stats`` the same way, in ``jax.numpy``.)
+
+:func:`source_for` maps the object a user's call names to its source function, or None.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _distributions():
+    from . import stats
+
+    return stats.METHODS
+
+
+def is_distribution(value: Any) -> bool:
+    """One of scipy.stats' distribution objects (``scipy.stats.norm``) that the library covers."""
+    module = type(value).__module__ or ""
+    if not module.startswith("scipy.stats"):
+        return False
+    import scipy.stats
+
+    name = _name_of(value)
+    return name is not None and getattr(scipy.stats, name, None) is value and any(d == name for d, _ in _distributions())
+
+
+def _name_of(distribution: Any) -> str | None:
+    """``norm`` for scipy.stats.norm (of the class ``norm_gen``)."""
+    name = type(distribution).__name__
+    return name[: -len("_gen")] if name.endswith("_gen") else None
+
+
+def source_for(value: Any):
+    """The library's source function for ``value`` (a bound method such as
+    ``scipy.stats.norm.logpdf``), or None when the library has none."""
+    owner = getattr(value, "__self__", None)
+    method = getattr(getattr(value, "__func__", None), "__name__", None)
+    if owner is None or method is None or not is_distribution(owner):
+        return None
+    return _distributions().get((_name_of(owner), method))
+
+
+def covered() -> dict[str, Any]:
+    """``{"scipy.stats.norm.pdf": function, ...}``: what the library writes as source."""
+    return {f"scipy.stats.{d}.{m}": fn for (d, m), fn in _distributions().items()}

@@ -547,6 +547,14 @@ def erf(x):
     return _special("erf", x)
 
 
+def expm(x):
+    """The matrix exponential (scipy.linalg.expm) of a matrix or a stack of them; its derivatives
+    are exponentials of block matrices (:func:`expm_block`), so every order has a rule."""
+    import scipy.linalg
+
+    return scipy.linalg.expm(x)
+
+
 def zeta(x, q):
     """Hurwitz's zeta function ``sum over k >= 0 of (k + q) ** -x``."""
     return _special("zeta", x, q)

@@ -559,7 +559,7 @@ DERIVATIVES.update({
 
 # --- scipy.special: Bessel functions, integrals and hypergeometric functions (issue 20) ----------
 # (the orders v, n and d, and the parameters a, b, c of 1F1 and 2F1, take no derivative: refused)
-from .runtime_helpers import bessel_grad  # noqa: E402
+from .runtime_helpers import EXPM, bessel_grad  # noqa: E402
 
 # x^(a-1) e^-x / Gamma(a); "* rt.ones_like({ans})": in the result's dtype, where SciPy gives float64
 # for float32 arguments (gammainc, polygamma, multigammaln)
@@ -605,6 +605,7 @@ DERIVATIVES.update({
     ),
     "scipy.special.hyp1f1": elementwise(None, None, "{x} / {y} * rt.hyp1f1({x} + 1.0, {y} + 1.0, {z})"),
     "scipy.special.hyp2f1": RUNTIME_DERIVATIVES["srctrans.runtime.hyp2f1"],
+    "scipy.linalg.expm": vjp("A", jvp=dict(A=EXPM.jvp["x"].replace("{x}", "{A}")), A=EXPM.templates["x"].replace("{x}", "{A}")),
     # x - logsumexp(x) along axis: g minus softmax times g's sum
     "scipy.special.log_softmax": vjp(
         "x, axis=None", jvp=dict(x="{t} - np.sum(np.exp({ans}) * {t}, {axis}, None, None, True)"),

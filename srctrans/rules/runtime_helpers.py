@@ -469,8 +469,22 @@ def bessel_grad(family: str, order: float | None = None) -> str:
     return text.replace("{x}", "{y}").replace("{lo}", f"{{x}} - {one}").replace("{hi}", f"{{x}} + {one}")
 
 
+def expm_derivative(a: str, e: str) -> str:
+    """The derivative of expm at ``a`` along ``e`` (a template): the upper right block of the
+    exponential of [[a, e], [0, a]] (Higham's block form of the Frechet derivative). Its adjoint
+    is the derivative at a's transpose along the cotangent; both are expm again, so every order follows."""
+    top = f"np.concatenate(({a}, {e}), axis=-1)"
+    bottom = f"np.concatenate((np.zeros_like({a}), {a}), axis=-1)"
+    return f"rt.expm(np.concatenate(({top}, {bottom}), axis=-2))[..., :{{x}}.shape[-1], {{x}}.shape[-1]:]"
+
+
+EXPM = vjp("x", jvp=dict(x=expm_derivative("{x}", "{t}")),
+           x=expm_derivative("rt.matrix_transpose({x})", "{g}"))
+
+
 RUNTIME_DERIVATIVES.update({
     **{f"srctrans.runtime.{family}": elementwise(None, bessel_grad(family)) for family in _BESSEL},
+    "srctrans.runtime.expm": EXPM,
     "srctrans.runtime.gammaln": elementwise("rt.digamma({x})"),
     "srctrans.runtime.erf": elementwise("1.1283791670955126 * np.exp(-{x} * {x})"),
     # Hurwitz's zeta in q (DLMF 25.11.17); in x it has no closed form: refused

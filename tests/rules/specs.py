@@ -8,6 +8,7 @@ finds their source; arguments come from ``ARGS`` makers seeded per test.
 import math
 
 import numpy as np
+import scipy.linalg
 from scipy import special
 
 import srctrans.runtime as rt
@@ -795,6 +796,10 @@ SPECS.update({
     "scipy.special.owens_t": [(lambda h, a: special.owens_t(h, a), (lambda r: normal(r, 4), lambda r: normal(r, 4)))],
     "scipy.special.hyp1f1": [(lambda x: special.hyp1f1(0.5, 1.5, x), (lambda r: normal(r, 4),))],
     "scipy.special.hyp2f1": [(lambda x: special.hyp2f1(0.5, 1.0, 1.5, x), (lambda r: pos(r, 4) * 0.5,))],
+    "scipy.linalg.expm": [
+        (lambda a: scipy.linalg.expm(a) @ np.array([0.5, -1.2, 0.8]), (lambda r: 0.5 * normal(r, 3, 3),)),
+        (lambda a: scipy.linalg.expm(a), (lambda r: 0.5 * normal(r, 2, 2, 2),)),
+    ],
     "scipy.special.log_softmax": [
         (lambda x: special.log_softmax(x) * B, (lambda r: normal(r, 4),)),
         (lambda x: special.log_softmax(x, axis=0) * x, (lambda r: normal(r, 3, 4),)),

@@ -42,7 +42,6 @@ GAPS: dict[str, str] = {
     "scipy.linalg.solve_banded": "no rule yet",
     "scipy.linalg.solve_triangular": "no rule yet",
     "scipy.linalg.lu": "no rule yet",
-    "scipy.linalg.expm": "no rule yet",
     "scipy.signal.convolve": "no rule yet (numpy.convolve has one)",
     "scipy.integrate.odeint": "no rule: an integrator, not a formula (adjoint ODE)",
     "scipy.special.sici": "no rule yet (two outputs: sin(x) / x and cos(x) / x)",

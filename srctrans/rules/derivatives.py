@@ -605,6 +605,15 @@ DERIVATIVES.update({
     ),
     "scipy.special.hyp1f1": elementwise(None, None, "{x} / {y} * rt.hyp1f1({x} + 1.0, {y} + 1.0, {z})"),
     "scipy.special.hyp2f1": RUNTIME_DERIVATIVES["srctrans.runtime.hyp2f1"],
+    # two results: {g} and {t} are pairs (of the sine and cosine integrals; of Fresnel's S and C)
+    "scipy.special.sici": vjp(
+        "x", jvp=dict(x="({t} * np.sinc({x} / np.pi), {t} * np.cos({x}) / {x})"),
+        x="{g}[0] * np.sinc({x} / np.pi) + {g}[1] * np.cos({x}) / {x}",
+    ),
+    "scipy.special.fresnel": vjp(
+        "x", jvp=dict(x="({t} * np.sin(1.5707963267948966 * {x} * {x}), {t} * np.cos(1.5707963267948966 * {x} * {x}))"),
+        x="{g}[0] * np.sin(1.5707963267948966 * {x} * {x}) + {g}[1] * np.cos(1.5707963267948966 * {x} * {x})",
+    ),
     "scipy.linalg.expm": vjp("A", jvp=dict(A=EXPM.jvp["x"].replace("{x}", "{A}")), A=EXPM.templates["x"].replace("{x}", "{A}")),
     # x - logsumexp(x) along axis: g minus softmax times g's sum
     "scipy.special.log_softmax": vjp(

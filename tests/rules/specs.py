@@ -34,6 +34,21 @@ def above1(rng, *shape):
     return rng.uniform(1.2, 2.0, shape)
 
 
+def _sici(x):
+    si, ci = special.sici(x)
+    return si * ci + ci
+
+
+def _sici_si(x):
+    si, _ = special.sici(x)  # (the cosine integral unused)
+    return si * si
+
+
+def _fresnel(x):
+    s, c = special.fresnel(x)
+    return s * c + s
+
+
 def wellposed(rng, *shape):
     """Matrices (a stack of them, for more than two axes) far from singular."""
     return rng.standard_normal(shape) + 3.0 * np.eye(shape[-1])
@@ -796,6 +811,8 @@ SPECS.update({
     "scipy.special.owens_t": [(lambda h, a: special.owens_t(h, a), (lambda r: normal(r, 4), lambda r: normal(r, 4)))],
     "scipy.special.hyp1f1": [(lambda x: special.hyp1f1(0.5, 1.5, x), (lambda r: normal(r, 4),))],
     "scipy.special.hyp2f1": [(lambda x: special.hyp2f1(0.5, 1.0, 1.5, x), (lambda r: pos(r, 4) * 0.5,))],
+    "scipy.special.sici": [(_sici, (lambda r: pos(r, 4) * 2.0,)), (_sici_si, (lambda r: normal(r, 2, 3),))],
+    "scipy.special.fresnel": [(_fresnel, (lambda r: normal(r, 4),))],
     "scipy.linalg.expm": [
         (lambda a: scipy.linalg.expm(a) @ np.array([0.5, -1.2, 0.8]), (lambda r: 0.5 * normal(r, 3, 3),)),
         (lambda a: scipy.linalg.expm(a), (lambda r: 0.5 * normal(r, 2, 2, 2),)),

@@ -44,8 +44,6 @@ GAPS: dict[str, str] = {
     "scipy.linalg.lu": "no rule yet",
     "scipy.signal.convolve": "no rule yet (numpy.convolve has one)",
     "scipy.integrate.odeint": "no rule: an integrator, not a formula (adjoint ODE)",
-    "scipy.special.sici": "no rule yet (two outputs: sin(x) / x and cos(x) / x)",
-    "scipy.special.fresnel": "no rule yet (two outputs: sin(pi x**2 / 2) and cos(pi x**2 / 2))",
 }
 # what srctrans differentiates through its source in srctrans.library (scipy.stats' densities)
 LIBRARY = library.covered()

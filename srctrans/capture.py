@@ -129,7 +129,7 @@ def unwrap(obj: Callable) -> tuple[types.FunctionType, str, tuple, dict]:
             kwargs = {**obj.keywords, **kwargs}
             kind = "partial"
             obj = obj.func
-        elif isinstance(obj, types.MethodType) and _library_source(obj) is not None:
+        elif _library_source(obj) is not None:
             obj = _library_source(obj)  # scipy.stats.norm.logpdf: srctrans.library's source of it
         elif isinstance(obj, types.MethodType):
             args = (obj.__self__,) + args

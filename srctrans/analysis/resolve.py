@@ -160,7 +160,7 @@ def import_text(value: Any, name: str) -> str | None:
 
 
 def _library_source(value: Any):
-    if not isinstance(value, types.MethodType):
+    if isinstance(value, types.ModuleType) or isinstance(value, (int, float, str, bool)) or value is None:
         return None
     from ..library import source_for
 

@@ -3,7 +3,8 @@
 Some functions users call are not formulas with a rule of their own but short programs of
 functions that have rules: scipy.stats' densities and distribution functions are sums, logs
 and ``scipy.special`` functions. Here they are written out as such programs
-(:mod:`srctrans.library.stats`), and a call of the library's function in the user's code
+(:mod:`srctrans.library.stats`; NumPy's ``eigvals`` and ``row_stack`` in
+:mod:`srctrans.library.numpy_functions`), and a call of the library's function in the user's code
 (``stats.norm.logpdf(x, mu, s)``, ``norm.cdf(x)`` after ``from scipy.stats import norm``) is a
 call of its source: every transformation (grad, jvp, vmap, jit ...) goes through it as it goes
 through a function of the user's, and the generated file shows it. (JAX writes
@@ -14,6 +15,7 @@ through a function of the user's, and the generated file shows it. (JAX writes
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 
@@ -40,9 +42,27 @@ def _name_of(distribution: Any) -> str | None:
     return name[: -len("_gen")] if name.endswith("_gen") else None
 
 
+_BY_ID: dict[int, Any] = {}
+
+
+def _functions_by_id() -> dict[int, Any]:
+    """The library's functions by the identity of the NumPy function each stands for."""
+    if not _BY_ID:
+        from ..rules import object_named
+        from .numpy_functions import FUNCTIONS
+
+        for key, fn in FUNCTIONS.items():
+            obj = object_named(key)
+            if obj is not None:
+                _BY_ID[id(obj)] = fn
+    return _BY_ID
+
+
 def source_for(value: Any):
-    """The library's source function for ``value`` (a bound method such as
-    ``scipy.stats.norm.logpdf``), or None when the library has none."""
+    """The library's source function for ``value`` (``numpy.linalg.eigvals``, or a bound method
+    such as ``scipy.stats.norm.logpdf``), or None when the library has none."""
+    if not isinstance(value, types.MethodType):
+        return _functions_by_id().get(id(value))
     owner = getattr(value, "__self__", None)
     method = getattr(getattr(value, "__func__", None), "__name__", None)
     if owner is None or method is None or not is_distribution(owner):
@@ -52,4 +72,6 @@ def source_for(value: Any):
 
 def covered() -> dict[str, Any]:
     """``{"scipy.stats.norm.pdf": function, ...}``: what the library writes as source."""
-    return {f"scipy.stats.{d}.{m}": fn for (d, m), fn in _distributions().items()}
+    from .numpy_functions import FUNCTIONS
+
+    return {**FUNCTIONS, **{f"scipy.stats.{d}.{m}": fn for (d, m), fn in _distributions().items()}}

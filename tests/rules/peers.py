@@ -193,6 +193,11 @@ OWN = {
     "numpy.linalg.norm": [(lambda x: np.linalg.norm(x, "fro", axis=(1, 2)), (lambda r: normal(r, 2, 3, 4),))],
     "numpy.linalg.pinv": [(lambda x: np.linalg.pinv(x), (lambda r: normal(r, 2, 4, 3),))],
     "scipy.special.logsumexp": [(lambda x: special.logsumexp(x, axis=(0, 2)), (lambda r: normal(r, 2, 3, 4),))],
+    # srctrans.library.numpy_functions
+    "numpy.linalg.eigvals": [
+        (lambda x: np.linalg.eigvals(x) ** 2, (lambda r: (lambda b: b @ np.diag([1.0, 2.5, -1.7]) @ np.linalg.inv(b))(wellposed(r, 3, 3)),)),
+    ],
+    "numpy.row_stack": [(lambda x, y: np.row_stack([x, y * y]), (lambda r: normal(r, 3), lambda r: normal(r, 2, 3)))],
     # scipy.stats (srctrans.library.stats): every argument autograd differentiates, loc and scale
     # broadcast against x as in autograd's combo_check; the parameters no rule covers held fixed
     **{f"scipy.stats.norm.{fn.__name__}": [

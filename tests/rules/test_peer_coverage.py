@@ -35,8 +35,6 @@ from .test_derivatives import check_float32
 
 GAPS: dict[str, str] = {
     "numpy.frexp": "no rule yet (two outputs: the mantissa's derivative is 2**-exponent)",
-    "numpy.row_stack": "no rule yet (numpy.vstack's, deprecated since NumPy 2.0)",
-    "numpy.linalg.eigvals": "no rule yet (numpy.linalg.eig's eigenvalues)",
     "scipy.linalg.sqrtm": "no rule yet (a Sylvester equation per adjoint)",
     "scipy.linalg.solve_sylvester": "no rule yet",
     "scipy.linalg.solve_banded": "no rule yet",

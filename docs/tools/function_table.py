@@ -90,7 +90,8 @@ Written as NumPy source
 
 These functions have no rule of their own: ``srctrans/library`` writes each as a short NumPy
 and ``scipy.special`` program (as JAX writes ``jax.scipy.stats``; ``eigvals`` with ``eig``,
-``row_stack`` with ``vstack``), and a call of one in your
+``row_stack`` with ``vstack``, ``scipy.linalg.solve_triangular`` with ``solve`` on the triangle,
+``scipy.signal.convolve`` of vectors with ``numpy.convolve``), and a call of one in your
 code is a call of that source, which every transformation goes through as it goes through
 your own functions (the generated file shows it). Their arguments are SciPy's (``loc=`` and
 ``scale=`` too); a derivative with respect to a parameter whose special function has no rule

@@ -15,6 +15,7 @@ through a function of the user's, and the generated file shows it. (JAX writes
 
 from __future__ import annotations
 
+import sys
 import types
 from typing import Any
 
@@ -43,16 +44,20 @@ def _name_of(distribution: Any) -> str | None:
 
 
 _BY_ID: dict[int, Any] = {}
+_SEEN: set[str] = set()
 
 
 def _functions_by_id() -> dict[int, Any]:
-    """The library's functions by the identity of the NumPy function each stands for."""
-    if not _BY_ID:
-        from ..rules import object_named
-        from .numpy_functions import FUNCTIONS
+    """The library's functions by the identity of the function each stands for, of the modules
+    imported so far (the user's code cannot call a function of a module not imported: looking
+    it up would import scipy.signal for every program)."""
+    from .numpy_functions import FUNCTIONS
 
-        for key, fn in FUNCTIONS.items():
-            obj = object_named(key)
+    for key, fn in FUNCTIONS.items():
+        module = key.rsplit(".", 1)[0]
+        if key not in _SEEN and module in sys.modules:
+            _SEEN.add(key)
+            obj = getattr(sys.modules[module], key.rsplit(".", 1)[1], None)
             if obj is not None:
                 _BY_ID[id(obj)] = fn
     return _BY_ID

@@ -17,4 +17,27 @@ def row_stack(tup):
     return np.vstack(tup)
 
 
-FUNCTIONS = {"numpy.linalg.eigvals": eigvals, "numpy.row_stack": row_stack}
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True):
+    """``scipy.linalg.solve_triangular``: ``numpy.linalg.solve`` with the triangle of ``a`` SciPy
+    reads (the numbers agree with SciPy's to rounding; stacks of matrices too)."""
+    t = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        t = t - np.tril(np.triu(t)) + np.eye(np.shape(a)[-1], dtype=t.dtype)
+    if trans == 1 or trans == 2 or trans == "T" or trans == "C":
+        t = np.swapaxes(t, -1, -2)
+    return np.linalg.solve(t, b)
+
+
+def convolve(in1, in2, mode="full", method="auto"):
+    """``scipy.signal.convolve`` of two vectors: ``numpy.convolve`` (the same sums)."""
+    return np.convolve(in1, in2, mode)
+
+
+FUNCTIONS = {
+    "numpy.linalg.eigvals": eigvals,
+    "numpy.row_stack": row_stack,
+    "scipy.linalg.solve_triangular": solve_triangular,
+    "scipy.signal.convolve": convolve,
+}

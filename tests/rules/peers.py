@@ -21,6 +21,8 @@ the rule and its first spec on a stack (an argument of three axes or more).
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
+import scipy.signal
 from scipy import special, stats
 
 from .specs import SPECS, B, normal, pos, unit, wellposed
@@ -197,6 +199,11 @@ OWN = {
     "numpy.linalg.eigvals": [
         (lambda x: np.linalg.eigvals(x) ** 2, (lambda r: (lambda b: b @ np.diag([1.0, 2.5, -1.7]) @ np.linalg.inv(b))(wellposed(r, 3, 3)),)),
     ],
+    "scipy.linalg.solve_triangular": [
+        (lambda a, b: scipy.linalg.solve_triangular(a, b, lower=True), (lambda r: wellposed(r, 3, 3), lambda r: normal(r, 3, 2))),
+        (lambda a, b: scipy.linalg.solve_triangular(a, b, trans="T", unit_diagonal=True), (lambda r: wellposed(r, 3, 3), lambda r: normal(r, 3))),
+    ],
+    "scipy.signal.convolve": [(lambda x, y: scipy.signal.convolve(x, y), (lambda r: normal(r, 5), lambda r: normal(r, 3)))],
     "numpy.row_stack": [(lambda x, y: np.row_stack([x, y * y]), (lambda r: normal(r, 3), lambda r: normal(r, 2, 3)))],
     # scipy.stats (srctrans.library.stats): every argument autograd differentiates, loc and scale
     # broadcast against x as in autograd's combo_check; the parameters no rule covers held fixed

@@ -38,9 +38,7 @@ GAPS: dict[str, str] = {
     "scipy.linalg.sqrtm": "no rule yet (a Sylvester equation per adjoint)",
     "scipy.linalg.solve_sylvester": "no rule yet",
     "scipy.linalg.solve_banded": "no rule yet",
-    "scipy.linalg.solve_triangular": "no rule yet",
     "scipy.linalg.lu": "no rule yet",
-    "scipy.signal.convolve": "no rule yet (numpy.convolve has one)",
     "scipy.integrate.odeint": "no rule: an integrator, not a formula (adjoint ODE)",
 }
 # what srctrans differentiates through its source in srctrans.library (scipy.stats' densities)

@@ -421,7 +421,9 @@ def _adjoints(entry: Unit, by_fn: dict, transform, np_name: str, params_meta, na
         node = normalize(unit, desugared(unit, np_name), namespace)
         node = clean_signature(node, names[key])
         params = [p.name.value for p in node.params.params]
-        vjp = Transform("vjp", (("wrt", active),))
+        # a file another transformation reads (grads_only) has no in-place sinks and growable
+        # tapes in its callees' adjoints too
+        vjp = Transform("vjp", (("wrt", active),) + tuple(o for o in transform.options if o[0] in ("grads_only", "indexed")))
         out.append(
             _differentiate(
                 unit, node, vjp, np_name, [["arg", p] for p in params], callee_vjp, always_tuple=True, custom_names=custom_names

@@ -115,3 +115,28 @@ def test_a_gradient_has_its_arguments_dtype_whatever_the_computation_promoted_to
     assert (gx.dtype, gw.dtype) == (np.float32, np.float64)
     gx = srctrans.grad(mixed_precision)(np.float32(2.0), 3.0)
     assert type(gx) is np.float32 and gx == 3.0
+
+
+# A loop reading rows of a value no trip changes adds their adjoints into an array of its own,
+# in place (rt.getitem_grad_add), where no other transformation reads the file. A callee's
+# adjoint did so even in a file another transformation reads (nested: jvp of a vjp), whose
+# forward mode does not see writes in place: the second derivatives through that loop were 0.
+def _rows_weighted(w, x):
+    s = 0.0
+    for k in range(3):
+        s = s + np.sum(np.sin(w[k]) * x)
+    return s
+
+
+def calls_a_loop_over_rows(w, x):
+    return _rows_weighted(w, x) * 2.0
+
+
+def test_second_derivatives_through_a_callees_loop_over_rows():
+    w, x = RNG.standard_normal((3, 4)), RNG.standard_normal(4)
+    hessian = srctrans.jacfwd(srctrans.grad(calls_a_loop_over_rows))(w, x)
+    want = np.zeros((3, 4, 3, 4))  # d2/dw2 of 2 sum_k sum_j sin(w[k, j]) x[j]: diagonal, -2 sin(w) x
+    for k, j in np.ndindex(3, 4):
+        want[k, j, k, j] = -2.0 * np.sin(w[k, j]) * x[j]
+    np.testing.assert_allclose(hessian, want, rtol=1e-12, atol=1e-14)
+    srctrans.check_grads(calls_a_loop_over_rows, (w, x), order=2, modes=("fwd", "rev"))

@@ -250,3 +250,25 @@ def test_shape_analysis_loops_and_branches():
     assert got["u = y + i"] == {"x": None}  # the loop variable is a number
     assert "y = y * k" not in got  # y (after the loop) and k may broadcast each other
     assert "z = y + k" not in got  # after the branch, y is whatever it became: general
+
+
+def diagonals(ab):
+    """A loop whose saved values change shape from trip to trip (diagonals of decreasing length)."""
+    a = np.zeros((4, 4))
+    for k in range(1, 3):
+        a = a + np.diag(np.sin(ab[k, : 4 - k]), -k)
+    return np.sum(a * a)
+
+
+def test_second_order_through_a_loop_of_values_of_changing_shapes():
+    """The adjoint file's backward loop pops each trip's values; its own adjoint (reverse over
+    reverse) restarts a popped value's adjoint at zeros of that trip's shape, not the last one's
+    (a ValueError, shapes (2,) and (3,), before)."""
+    ab = np.random.default_rng(3).standard_normal((3, 4))
+    srctrans.check_grads(diagonals, (ab,), order=2, modes=("rev",))
+    hessian = srctrans.jacrev(srctrans.grad(diagonals))(ab)
+    want = np.zeros((3, 4, 3, 4))  # sum over the band of sin(ab[k, j])**2: its second derivative is 2 cos(2 ab)
+    for k in (1, 2):
+        for j in range(4 - k):
+            want[k, j, k, j] = 2.0 * np.cos(2.0 * ab[k, j])
+    np.testing.assert_allclose(hessian, want, rtol=1e-10, atol=1e-12)

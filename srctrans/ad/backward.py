@@ -281,7 +281,10 @@ class BackwardSweep:
         if op is not None and op.key == "pop" and isinstance(small, cst.Assign):
             target = small.targets[0].target.value
             if op.args["x"].value in self.act.active and target not in self.started:
-                self.emit(f"{self.bar(op.args['x'].value)}.append(rt.zeros_like({target}))", depth)
+                # (the value this statement popped, saved: in a loop, the target's last value is
+                # another trip's, whose shape may differ)
+                popped = self._read(small_id, "@" + target, depth)
+                self.emit(f"{self.bar(op.args['x'].value)}.append(rt.zeros_like({popped}))", depth)
                 return
         restart = self.restarts.get(small_id)
         readers = [name for (s, name) in self.reader if s == small_id]

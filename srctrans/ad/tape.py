@@ -287,6 +287,8 @@ class Saves:
             self.assigned(target.value, block)
             return
         self.ops[sid] = op
+        if op.key == "pop":  # its adjoint restarts from zeros of the popped value's shape, trip by trip
+            self.need(sid, "@" + target.value, block, shape_only=True)
         if op.key == "display":
             self.displayed.add(target.value)
         if op.rule is None:

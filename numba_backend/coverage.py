@@ -39,6 +39,9 @@ NOT_COMPILED: dict[str, str] = {
 }
 
 PARTLY: dict[str, str] = {
+    "scipy.linalg.solve_sylvester": "stacks of matrices",
+    "scipy.linalg.sqrtm": "stacks of matrices, and matrices without a real square root (SciPy gives a complex one)",
+    "scipy.linalg.lu": "stacks of matrices, ``p_indices=True``",
     "numpy.clip": "``min=``/``max=`` (NumPy 2's names; ``a_min=``/``a_max=`` and positional bounds compile)",
     "numpy.vdot": "arrays of more than one dimension",
     "numpy.trace": "stacks (arrays of three or more dimensions)",

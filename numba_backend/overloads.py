@@ -36,6 +36,7 @@ different answer.
 from __future__ import annotations
 
 import functools
+import math
 import operator
 import string
 from collections import Counter
@@ -1321,6 +1322,33 @@ def _ov_fix(x, out=None):
     """np.fix: rounding towards zero, which is np.trunc (-0.0 included)."""
     _require_no_out(out, "np.fix")
     return lambda x, out=None: np.trunc(x)
+
+
+@overload(np.frexp)
+def _ov_frexp(x):
+    """np.frexp of floats: the mantissa in x's dtype and the exponent as int32, as NumPy gives
+    them (through C's frexp, element by element)."""
+    if isinstance(x, types.Float):
+
+        def impl_scalar(x):
+            m, e = math.frexp(x)
+            return m, np.int32(e)
+
+        return impl_scalar
+    if isinstance(x, types.Array) and isinstance(x.dtype, types.Float):
+
+        def impl(x):
+            m = np.empty(x.shape, x.dtype)
+            e = np.empty(x.shape, np.int32)
+            flat, m_flat, e_flat = x.ravel(), m.reshape(-1), e.reshape(-1)
+            for i in range(flat.size):
+                mantissa, exponent = math.frexp(flat[i])
+                m_flat[i] = mantissa
+                e_flat[i] = exponent
+            return m, e
+
+        return impl
+    return None
 
 
 @overload(np.full)

@@ -379,3 +379,172 @@ def _ov_logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         return out.reshape(to_fixed_tuple(_reduced_shape(out.shape, reduced, nd, out_nd), out_nd))
 
     return impl
+
+
+# --- scipy.linalg: solve_sylvester, sqrtm and lu of matrices (not stacks) -------------------------
+# Other algorithms than SciPy's LAPACK ones: the same numbers to rounding.
+import scipy.linalg as _linalg  # noqa: E402
+
+from .arguments import const_bool as _const_bool  # noqa: E402
+
+
+def _matrices(fname: str, *arrays) -> np.dtype:
+    """The dtype of the result (float32 when every array is float32); refuse what is not a matrix."""
+    for a in arrays:
+        if not isinstance(a, types.Array) or a.ndim != 2 or not isinstance(a.dtype, (types.Float, types.Integer)):
+            raise TypingError(f"{fname}: under jit, matrices of real numbers (2-D arrays, not stacks), got {a}")
+    return np.float32 if all(a.dtype == types.float32 for a in arrays) else np.float64
+
+
+@register_jitable
+def _sylvester(a, b, q, dt):
+    """X with a X + X b = q: the linear system (a kron I + I kron b.T) vec(X) = vec(q), rows first."""
+    n, m = q.shape
+    big = np.kron(np.ascontiguousarray(a).astype(np.float64), np.eye(m)) + np.kron(
+        np.eye(n), np.ascontiguousarray(b.T).astype(np.float64)
+    )
+    x = np.linalg.solve(big, np.ascontiguousarray(q).astype(np.float64).reshape(n * m))
+    return x.reshape((n, m)).astype(dt)
+
+
+@overload(_linalg.solve_sylvester)
+def _ov_solve_sylvester(a, b, q):
+    dt = _matrices("scipy.linalg.solve_sylvester", a, b, q)
+    return lambda a, b, q: _sylvester(a, b, q, dt)
+
+
+@overload(rt.solve_sylvester)
+def _ov_rt_solve_sylvester(a, b, q):
+    dt = _matrices("srctrans.runtime.solve_sylvester", a, b, q)
+    return lambda a, b, q: _sylvester(a, b, q, dt)
+
+
+@register_jitable
+def _sqrtm(a, dt):
+    """Denman and Beavers' iteration: y -> (y + inv(z)) / 2, z -> (z + inv(y)) / 2 from (a, I)
+    converges to (sqrt(a), inv(sqrt(a))) where a has no eigenvalue on the closed negative axis."""
+    y = np.ascontiguousarray(a).astype(np.float64)
+    z = np.eye(a.shape[0])
+    for _ in range(100):
+        y_next = 0.5 * (y + np.linalg.inv(z))
+        z = 0.5 * (z + np.linalg.inv(y))
+        change = np.max(np.abs(y_next - y)) if y.size else 0.0
+        y = y_next
+        if change <= 1e-15 * max(1.0, np.max(np.abs(y))):
+            return y.astype(dt)
+    raise ValueError("scipy.linalg.sqrtm under jit: no real square root found (an eigenvalue on the negative axis?)")
+
+
+@overload(_linalg.sqrtm)
+def _ov_sqrtm(A, disp=None, blocksize=None):
+    dt = _matrices("scipy.linalg.sqrtm", A)
+    return lambda A, disp=None, blocksize=None: _sqrtm(A, dt)
+
+
+@register_jitable
+def _lu(a, dt):
+    """p, l, u with a = p l u: Gaussian elimination with partial pivoting (the first largest
+    magnitude in the column, as LAPACK's getrf picks)."""
+    m, n = a.shape
+    k = min(m, n)
+    w = np.ascontiguousarray(a).astype(np.float64).copy()
+    perm = np.arange(m)
+    for j in range(k):
+        pivot = j + np.argmax(np.abs(w[j:, j]))
+        if pivot != j:
+            for c in range(n):
+                w[j, c], w[pivot, c] = w[pivot, c], w[j, c]
+            perm[j], perm[pivot] = perm[pivot], perm[j]
+        if w[j, j] != 0.0:
+            for r in range(j + 1, m):
+                w[r, j] /= w[j, j]
+                for c in range(j + 1, n):
+                    w[r, c] -= w[r, j] * w[j, c]
+    p = np.zeros((m, m), dt)
+    for i in range(m):
+        p[perm[i], i] = 1.0
+    low = np.zeros((m, k), dt)
+    up = np.zeros((k, n), dt)
+    for i in range(m):
+        for j in range(k):
+            if i == j:
+                low[i, j] = 1.0
+            elif i > j:
+                low[i, j] = w[i, j]
+    for i in range(k):
+        for j in range(i, n):
+            up[i, j] = w[i, j]
+    return p, low, up
+
+
+@overload(_linalg.lu)
+def _ov_lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
+    dt = _matrices("scipy.linalg.lu", a)
+    if _const_bool(p_indices, "scipy.linalg.lu", "p_indices"):
+        raise TypingError("scipy.linalg.lu: p_indices=True is not supported under jit")
+    if _const_bool(permute_l, "scipy.linalg.lu", "permute_l"):
+
+        def impl_permuted(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
+            p, low, up = _lu(a, dt)
+            return p @ low, up
+
+        return impl_permuted
+    return lambda a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False: _lu(a, dt)
+
+
+@register_jitable
+def _right_solve(x, u):
+    """x @ inv(u)."""
+    return np.linalg.solve(np.ascontiguousarray(u.T), np.ascontiguousarray(x.T)).T
+
+
+@register_jitable
+def _lu_tangents(t, p, low, up):
+    f = _right_solve(np.linalg.solve(low, np.ascontiguousarray(p.T) @ np.ascontiguousarray(t)), up)
+    return low @ np.ascontiguousarray(np.tril(f, -1)), np.ascontiguousarray(np.triu(f)) @ up
+
+
+@register_jitable
+def _lu_adjoint(gl, gu, p, low, up):
+    m = np.tril(np.ascontiguousarray(low.T) @ np.ascontiguousarray(gl), -1) + np.triu(
+        np.ascontiguousarray(gu) @ np.ascontiguousarray(up.T)
+    )
+    return p @ np.ascontiguousarray(_right_solve(np.linalg.solve(np.ascontiguousarray(low.T), m), np.ascontiguousarray(up.T)))
+
+
+@overload(rt.lu_jvp)
+def _ov_lu_jvp(t, a, ans, permute_l=False):
+    dt = _matrices("srctrans.runtime.lu_jvp", a)
+    if _const_bool(permute_l, "srctrans.runtime.lu_jvp", "permute_l"):
+
+        def impl_permuted(t, a, ans, permute_l=False):
+            p, low, up = _lu(a, dt)
+            low_dot, up_dot = _lu_tangents(t, p, low, up)
+            return p @ low_dot, up_dot
+
+        return impl_permuted
+
+    def impl(t, a, ans, permute_l=False):
+        p, low, up = ans
+        low_dot, up_dot = _lu_tangents(t, p, low, up)
+        return np.zeros_like(p), low_dot, up_dot
+
+    return impl
+
+
+@overload(rt.lu_grad)
+def _ov_lu_grad(g, a, ans, permute_l=False):
+    dt = _matrices("srctrans.runtime.lu_grad", a)
+    if _const_bool(permute_l, "srctrans.runtime.lu_grad", "permute_l"):
+
+        def impl_permuted(g, a, ans, permute_l=False):
+            p, low, up = _lu(a, dt)
+            return _lu_adjoint(np.ascontiguousarray(p.T) @ np.asarray(g[0]), np.asarray(g[1]), p, low, up)
+
+        return impl_permuted
+
+    def impl(g, a, ans, permute_l=False):
+        p, low, up = ans
+        return _lu_adjoint(np.asarray(g[1]), np.asarray(g[2]), p, low, up)
+
+    return impl

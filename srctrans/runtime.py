@@ -555,6 +555,66 @@ def expm(x):
     return scipy.linalg.expm(x)
 
 
+def solve_sylvester(a, b, q):
+    """``X`` with ``a X + X b = q`` (scipy.linalg.solve_sylvester), for matrices or stacks of them
+    (broadcast against each other). The derivatives of X are solutions of Sylvester equations
+    again (its rule), and so are those of scipy.linalg.sqrtm."""
+    import scipy.linalg
+
+    a, b, q = np.asarray(a), np.asarray(b), np.asarray(q)
+    if a.ndim == b.ndim == q.ndim == 2:
+        return scipy.linalg.solve_sylvester(a, b, q)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2], q.shape[:-2])
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    q = np.broadcast_to(q, batch + q.shape[-2:])
+    out = np.empty(q.shape, dtype=np.result_type(a, b, q))
+    for index in np.ndindex(*batch):
+        out[index] = scipy.linalg.solve_sylvester(a[index], b[index], q[index])
+    return out
+
+
+def _lu_parts(a, ans, permute_l):
+    """``p, l, u`` of ``scipy.linalg.lu(a, permute_l)`` = ``ans`` (square matrices only)."""
+    a = np.asarray(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise NotImplementedError(
+            f"scipy.linalg.lu is differentiated for square matrices only; this one has shape {a.shape}"
+        )
+    if not permute_l:
+        return ans
+    import scipy.linalg
+
+    return scipy.linalg.lu(a)
+
+
+def _right_solve(x, u):
+    """``x @ inv(u)``."""
+    return np.swapaxes(np.linalg.solve(np.swapaxes(u, -1, -2), np.swapaxes(x, -1, -2)), -1, -2)
+
+
+def lu_jvp(t, a, ans, permute_l=False):
+    """Tangent of ``scipy.linalg.lu(a, permute_l)`` along ``t``. With ``a = p l u`` and
+    ``F = inv(l) p.T t inv(u)``, the unit lower ``l`` moves by ``l tril(F, -1)`` and ``u`` by
+    ``triu(F) u``; the permutation does not move. No rule of its own: first order only."""
+    p, low, u = _lu_parts(a, ans, permute_l)
+    f = _right_solve(np.linalg.solve(low, np.swapaxes(p, -1, -2) @ t), u)
+    l_dot, u_dot = low @ np.tril(f, -1), np.triu(f) @ u
+    return (p @ l_dot, u_dot) if permute_l else (np.zeros_like(p), l_dot, u_dot)
+
+
+def lu_grad(g, a, ans, permute_l=False):
+    """Adjoint of ``a`` in ``scipy.linalg.lu(a, permute_l)``: ``g`` holds the adjoints of the
+    results. The transpose of :func:`lu_jvp`: ``p inv(l).T M inv(u).T`` with
+    ``M = tril(l.T gl, -1) + triu(gu u.T)``."""
+    p, low, u = _lu_parts(a, ans, permute_l)
+    gl, gu = (np.asarray(g[0]), np.asarray(g[1])) if permute_l else (np.asarray(g[1]), np.asarray(g[2]))
+    if permute_l:
+        gl = np.swapaxes(p, -1, -2) @ gl  # the adjoint of l in p @ l
+    m = np.tril(np.swapaxes(low, -1, -2) @ gl, -1) + np.triu(gu @ np.swapaxes(u, -1, -2))
+    return p @ _right_solve(np.linalg.solve(np.swapaxes(low, -1, -2), m), np.swapaxes(u, -1, -2))
+
+
 def zeta(x, q):
     """Hurwitz's zeta function ``sum over k >= 0 of (k + q) ** -x``."""
     return _special("zeta", x, q)

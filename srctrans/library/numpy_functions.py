@@ -17,8 +17,6 @@ def row_stack(tup):
     return np.vstack(tup)
 
 
-
-
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True):
     """``scipy.linalg.solve_triangular``: ``numpy.linalg.solve`` with the triangle of ``a`` SciPy
     reads (the numbers agree with SciPy's to rounding; stacks of matrices too)."""
@@ -30,6 +28,18 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     return np.linalg.solve(t, b)
 
 
+def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    """``scipy.linalg.solve_banded``: ``numpy.linalg.solve`` with the matrix SciPy's banded
+    storage holds, ``a[i, j] = ab[u + i - j, j]`` inside the band, 0 outside (the numbers agree
+    with SciPy's to rounding)."""
+    lower, upper = l_and_u
+    n = np.shape(ab)[-1]
+    row = upper + np.arange(n)[:, None] - np.arange(n)[None, :]  # the row of ab holding a[i, j]
+    inside = (row >= 0) & (row <= lower + upper)
+    a = np.where(inside, np.take(ab, np.clip(row, 0, lower + upper) * n + np.arange(n)[None, :]), 0.0)
+    return np.linalg.solve(a, b)
+
+
 def convolve(in1, in2, mode="full", method="auto"):
     """``scipy.signal.convolve`` of two vectors: ``numpy.convolve`` (the same sums)."""
     return np.convolve(in1, in2, mode)
@@ -39,5 +49,6 @@ FUNCTIONS = {
     "numpy.linalg.eigvals": eigvals,
     "numpy.row_stack": row_stack,
     "scipy.linalg.solve_triangular": solve_triangular,
+    "scipy.linalg.solve_banded": solve_banded,
     "scipy.signal.convolve": convolve,
 }

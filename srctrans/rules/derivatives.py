@@ -551,7 +551,15 @@ DERIVATIVES.update({
     # sqrt of nanvar: nanvar's derivative over 2 ans
     "numpy.nanstd": vjp(_NANVAR_SIGNATURE, jvp=dict(x=f"{_NANVAR_JVP} / (2.0 * {{ans}})"), x=_nanvar_grad("({g} / (2.0 * {ans}))")),
     # x 2**y: linear in x (y is an integer: no derivative)
-    "numpy.ldexp": vjp("x, y", jvp=dict(x="np.ldexp({t}, {y})"), x="rt.unbroadcast(np.ldexp({g}, {y}), {x})"),
+    # (y, the exponent, has an integer dtype: piecewise constant, as frexp's exponent below)
+    "numpy.ldexp": vjp(
+        "x, y", jvp=dict(x="np.ldexp({t}, {y})", y="np.zeros_like({ans})"),
+        x="rt.unbroadcast(np.ldexp({g}, {y}), {x})", y="rt.zeros_like({y})",
+    ),
+    # (mantissa, exponent): the mantissa is x * 2**-exponent, the exponent piecewise constant
+    "numpy.frexp": vjp(
+        "x", jvp=dict(x="(np.ldexp({t}, -np.frexp({x})[1]), np.zeros_like({x}))"), x="np.ldexp({g}[0], -np.frexp({x})[1])"
+    ),
     # of real arguments (complex values are refused): the argument itself, and 0 or pi
     "numpy.real_if_close": vjp("x, tol=100", jvp=LINEAR, x="{g}"),
     "numpy.angle": nondiff("x, deg=False"),
@@ -559,7 +567,7 @@ DERIVATIVES.update({
 
 # --- scipy.special: Bessel functions, integrals and hypergeometric functions (issue 20) ----------
 # (the orders v, n and d, and the parameters a, b, c of 1F1 and 2F1, take no derivative: refused)
-from .runtime_helpers import EXPM, bessel_grad  # noqa: E402
+from .runtime_helpers import EXPM, SOLVE_SYLVESTER, SQRTM, bessel_grad  # noqa: E402
 
 # x^(a-1) e^-x / Gamma(a); "* rt.ones_like({ans})": in the result's dtype, where SciPy gives float64
 # for float32 arguments (gammainc, polygamma, multigammaln)
@@ -615,6 +623,14 @@ DERIVATIVES.update({
         x="{g}[0] * np.sin(1.5707963267948966 * {x} * {x}) + {g}[1] * np.cos(1.5707963267948966 * {x} * {x})",
     ),
     "scipy.linalg.expm": vjp("A", jvp=dict(A=EXPM.jvp["x"].replace("{x}", "{A}")), A=EXPM.templates["x"].replace("{x}", "{A}")),
+    "scipy.linalg.solve_sylvester": SOLVE_SYLVESTER,
+    "scipy.linalg.sqrtm": SQRTM,
+    # (p, l, u), or (p l, u) with permute_l=True: {g} their adjoints; square matrices (others are
+    # refused at run time). First order only (helpers without rules)
+    "scipy.linalg.lu": vjp(
+        "a, permute_l=False, overwrite_a=False, check_finite=True",
+        jvp=dict(a="rt.lu_jvp({t}, {a}, {ans}, {permute_l})"), a="rt.lu_grad({g}, {a}, {ans}, {permute_l})",
+    ),
     # x - logsumexp(x) along axis: g minus softmax times g's sum
     "scipy.special.log_softmax": vjp(
         "x, axis=None", jvp=dict(x="{t} - np.sum(np.exp({ans}) * {t}, {axis}, None, None, True)"),

@@ -68,6 +68,30 @@ def _g_of_reduction(helper: str, rest: str) -> str:
     return f"rt.sum_to({{g}} * rt.{helper}(rt.ones_like({{g_}}), {rest}), {{g_}}, {{axis}}, {{keepdims}})"
 
 
+def _sylvester(a: str, b: str, q: str) -> str:
+    return f"rt.solve_sylvester({a}, {b}, {q})"
+
+
+# X = solve_sylvester(a, b, q), a X + X b = q: da X + a dX + dX b + X db = dq, so
+# dX = solve_sylvester(a, b, dq - da X - X db); its adjoint solves the transposed equation
+_T = "rt.matrix_transpose({})".format
+_ADJOINT_Q = _sylvester(_T("{a}"), _T("{b}"), "{g}")
+SOLVE_SYLVESTER = vjp(
+    "a, b, q",
+    jvp=dict(a=_sylvester("{a}", "{b}", "-({t} @ {ans})"), b=_sylvester("{a}", "{b}", "-({ans} @ {t})"),
+             q=_sylvester("{a}", "{b}", "{t}")),
+    a=f"rt.unbroadcast(-({_ADJOINT_Q} @ {_T('{ans}')}), {{a}})",
+    b=f"rt.unbroadcast(-({_T('{ans}')} @ {_ADJOINT_Q}), {{b}})",
+    q=f"rt.unbroadcast({_ADJOINT_Q}, {{q}})",
+)
+# X = sqrtm(A), X X = A: X dX + dX X = dA
+SQRTM = vjp(
+    "A, disp=None, blocksize=None",
+    jvp=dict(A=_sylvester("{ans}", "{ans}", "{t}")),
+    A=_sylvester(_T("{ans}"), _T("{ans}"), "{g}"),
+)
+
+
 RUNTIME_DERIVATIVES.update({
     # --- constants for differentiation: seeds, zeros, masks -------------------------------
     "srctrans.runtime.grad_seed": nondiff("out"),
@@ -485,6 +509,7 @@ EXPM = vjp("x", jvp=dict(x=expm_derivative("{x}", "{t}")),
 RUNTIME_DERIVATIVES.update({
     **{f"srctrans.runtime.{family}": elementwise(None, bessel_grad(family)) for family in _BESSEL},
     "srctrans.runtime.expm": EXPM,
+    "srctrans.runtime.solve_sylvester": SOLVE_SYLVESTER,
     "srctrans.runtime.gammaln": elementwise("rt.digamma({x})"),
     "srctrans.runtime.erf": elementwise("1.1283791670955126 * np.exp(-{x} * {x})"),
     # Hurwitz's zeta in q (DLMF 25.11.17); in x it has no closed form: refused

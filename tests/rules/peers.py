@@ -204,6 +204,10 @@ OWN = {
         (lambda a, b: scipy.linalg.solve_triangular(a, b, trans="T", unit_diagonal=True), (lambda r: wellposed(r, 3, 3), lambda r: normal(r, 3))),
     ],
     "scipy.signal.convolve": [(lambda x, y: scipy.signal.convolve(x, y), (lambda r: normal(r, 5), lambda r: normal(r, 3)))],
+    "scipy.linalg.solve_banded": [
+        (lambda ab, b: scipy.linalg.solve_banded((1, 2), ab, b), (lambda r: normal(r, 4, 5) + np.array([[0.0], [0.0], [4.0], [0.0]]), lambda r: normal(r, 5, 2))),
+        (lambda ab, b: scipy.linalg.solve_banded((0, 0), ab, b), (lambda r: pos(r, 1, 3) + 1.0, lambda r: normal(r, 3))),
+    ],
     "numpy.row_stack": [(lambda x, y: np.row_stack([x, y * y]), (lambda r: normal(r, 3), lambda r: normal(r, 2, 3)))],
     # scipy.stats (srctrans.library.stats): every argument autograd differentiates, loc and scale
     # broadcast against x as in autograd's combo_check; the parameters no rule covers held fixed

@@ -49,6 +49,31 @@ def _fresnel(x):
     return s * c + s
 
 
+def _frexp(x):
+    m, e = np.frexp(x)
+    return m * m * e + np.sin(m)
+
+
+def _frexp_mantissa(x):
+    m, _ = np.frexp(x)
+    return m * B[:3]
+
+
+def _away_from_powers_of_two(rng, *shape):
+    """Numbers whose mantissas lie inside (0.55, 0.95): frexp is smooth there."""
+    return rng.uniform(1.1, 1.9, shape) * 2.0 ** rng.integers(-3, 4, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+def _lu(a):
+    p, low, up = scipy.linalg.lu(a)
+    return low @ np.sin(up) + p @ up
+
+
+def _lu_permuted(a):
+    pl, u = scipy.linalg.lu(a, permute_l=True)
+    return pl * pl + u
+
+
 def wellposed(rng, *shape):
     """Matrices (a stack of them, for more than two axes) far from singular."""
     return rng.standard_normal(shape) + 3.0 * np.eye(shape[-1])
@@ -765,6 +790,8 @@ SPECS.update({
     "numpy.ldexp": [
         (lambda x: np.ldexp(x, 3) * x, (lambda r: normal(r, 5),)),
         (lambda x: np.ldexp(x, EXPONENTS) * B, (lambda r: normal(r, 3, 4),)),
+        # an exponent computed from x: an integer, piecewise constant (frexp's mantissa, by hand)
+        (lambda x: np.ldexp(x, -np.frexp(x)[1]) * x, (lambda r: _away_from_powers_of_two(r, 5),)),
     ],
     "numpy.real_if_close": [(lambda x: np.real_if_close(x * x) * B, (lambda r: normal(r, 3, 4),))],
     "numpy.angle": [(lambda x: np.angle(x) * x, (lambda r: normal(r, 5),))],
@@ -817,6 +844,16 @@ SPECS.update({
         (lambda a: scipy.linalg.expm(a) @ np.array([0.5, -1.2, 0.8]), (lambda r: 0.5 * normal(r, 3, 3),)),
         (lambda a: scipy.linalg.expm(a), (lambda r: 0.5 * normal(r, 2, 2, 2),)),
     ],
+    "numpy.frexp": [(_frexp, (lambda r: _away_from_powers_of_two(r, 4),)), (_frexp_mantissa, (lambda r: _away_from_powers_of_two(r, 2, 2, 3),))],
+    "scipy.linalg.solve_sylvester": [
+        (lambda a, b, q: scipy.linalg.solve_sylvester(a, b, q), (lambda r: wellposed(r, 3, 3), lambda r: wellposed(r, 2, 2), lambda r: normal(r, 3, 2))),
+        (lambda a, b, q: scipy.linalg.solve_sylvester(a, b, q), (lambda r: wellposed(r, 2, 3, 3), lambda r: wellposed(r, 2, 3, 3), lambda r: normal(r, 2, 3, 3))),
+    ],
+    "scipy.linalg.sqrtm": [
+        (lambda a: scipy.linalg.sqrtm(a), (lambda r: (lambda m: m @ m.T + np.eye(3))(normal(r, 3, 3)),)),
+        (lambda a: scipy.linalg.sqrtm(a) @ B[:3], (lambda r: wellposed(r, 2, 3, 3) + 2.0 * np.eye(3),)),
+    ],
+    "scipy.linalg.lu": [(_lu, (lambda r: normal(r, 4, 4),)), (_lu_permuted, (lambda r: normal(r, 2, 3, 3),))],
     "scipy.special.log_softmax": [
         (lambda x: special.log_softmax(x) * B, (lambda r: normal(r, 4),)),
         (lambda x: special.log_softmax(x, axis=0) * x, (lambda r: normal(r, 3, 4),)),

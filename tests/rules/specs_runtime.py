@@ -541,6 +541,9 @@ RUNTIME_SPECS.update({
     "srctrans.runtime.gammaln": [(lambda x: rt.gammaln(x), (lambda r: pos(r, 4) + 0.5,))],
     "srctrans.runtime.erf": [(lambda x: rt.erf(x), (lambda r: normal(r, 4),))],
     "srctrans.runtime.expm": [(lambda x: rt.expm(x), (lambda r: 0.5 * normal(r, 3, 3),))],
+    "srctrans.runtime.solve_sylvester": [
+        (lambda a, b, q: rt.solve_sylvester(a, b, q), (lambda r: wellposed(r, 2, 2), lambda r: wellposed(r, 3, 3), lambda r: normal(r, 2, 3))),
+    ],
     "srctrans.runtime.zeta": [(lambda q: rt.zeta(4.0, q), (lambda r: pos(r, 4),))],
     "srctrans.runtime.hyp1f1": [(lambda x: rt.hyp1f1(1.5, 2.5, x), (lambda r: normal(r, 4),))],
     "srctrans.runtime.hyp2f1": [(lambda x: rt.hyp2f1(1.5, 2.0, 2.5, x), (lambda r: pos(r, 4) * 0.5,))],

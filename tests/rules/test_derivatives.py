@@ -58,6 +58,7 @@ FIRST_ORDER_ONLY = {
     "numpy.linalg.qr": "rt.qr_grad",
     "numpy.linalg.lstsq": "rt.lstsq_grad_a",
     "numpy.linalg.eig": "rt.eig_grad",
+    "scipy.linalg.lu": "rt.lu_grad",
 }
 
 

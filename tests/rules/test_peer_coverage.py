@@ -34,11 +34,6 @@ from .specs import SPECS
 from .test_derivatives import check_float32
 
 GAPS: dict[str, str] = {
-    "numpy.frexp": "no rule yet (two outputs: the mantissa's derivative is 2**-exponent)",
-    "scipy.linalg.sqrtm": "no rule yet (a Sylvester equation per adjoint)",
-    "scipy.linalg.solve_sylvester": "no rule yet",
-    "scipy.linalg.solve_banded": "no rule yet",
-    "scipy.linalg.lu": "no rule yet",
     "scipy.integrate.odeint": "no rule: an integrator, not a formula (adjoint ODE)",
 }
 # what srctrans differentiates through its source in srctrans.library (scipy.stats' densities)

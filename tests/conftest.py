@@ -11,15 +11,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-# The suite compiles at LLVM's -O0, users at Numba's default -O3: it compiles some thousands of
-# functions, and a compile at -O0 takes about 60% of the time it takes at -O1 (the peer-coverage
-# test's 215 compiles: 296 s against 511 s). The numbers are the same (without fastmath the
-# optimizer may not reorder floating-point arithmetic); tests/test_opt_level.py checks a gradient
-# bit for bit at -O0, -O1 and -O3. At -O0 Numba leaves in some functions a dead load of an
-# object's address, which -O1 removes, and does not write those to its disk cache (its "dynamic
-# globals" warning, silenced below); the tests of the disk cache (test_cache, test_concurrency)
-# check that its files are written. NUMBA_OPT=3 runs the suite as users compile.
-os.environ.setdefault("NUMBA_OPT", "0")
+# The suite compiles at LLVM's -O1, users at Numba's default -O3: it compiles some thousands of
+# functions, and at -O1 LLVM takes about 40% of the time. The numbers are the same (without
+# fastmath the optimizer may not reorder floating-point arithmetic); tests/test_opt_level.py
+# checks a gradient bit for bit at both levels. NUMBA_OPT=3 runs the suite as users compile.
+os.environ.setdefault("NUMBA_OPT", "1")
 
 import pytest  # noqa: E402
 
@@ -116,11 +112,6 @@ def run_python(code: str, cwd: Path, env: dict | None = None, timeout: float = 1
 @pytest.fixture
 def python():
     return run_python
-
-
-def pytest_configure(config):
-    if os.environ["NUMBA_OPT"] == "0":  # see the top of this file
-        config.addinivalue_line("filterwarnings", "ignore:Cannot cache compiled function .* dynamic globals")
 
 
 def pytest_addoption(parser):

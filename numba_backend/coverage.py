@@ -29,6 +29,7 @@ NOT_COMPILED: dict[str, str] = {
     "numpy.gradient": "Numba has no np.gradient",
     "numpy.i0": "Numba has no np.i0",
     "scipy.linalg.expm": "Numba has no scipy.linalg.expm",
+    "scipy.integrate.odeint": "Numba has no scipy.integrate.odeint (ODEPACK's LSODA, in Fortran)",
     **{
         f"scipy.special.{name}": f"Numba knows no scipy.special.{name} (numba_backend.scipy_overloads has no overload yet)"
         for name in (

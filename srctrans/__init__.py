@@ -12,6 +12,7 @@ from . import (  # noqa: E402,F401  (parallel first: srctrans.runtime imports it
     random,
     sharding,
 )
+from . import runtime as _runtime  # noqa: E402
 from .ad.custom import custom_vjp, stop_gradient  # noqa: E402
 from .ad.custom_jvp import custom_jvp  # noqa: E402
 from .api import grad, jit, source, source_path, value_and_grad, vjp  # noqa: E402
@@ -45,6 +46,9 @@ from .sharding import (  # noqa: E402
 )
 from .tangents import jvp, linearize  # noqa: E402
 from .version import __version__  # noqa: F401
+
+# scipy.integrate.odeint's derivatives differentiate the user's right-hand side at run time
+_runtime.TRANSFORMS.update(vjp=vjp, jvp=jvp)
 
 __all__ = [
     "AxisType",

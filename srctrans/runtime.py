@@ -615,6 +615,120 @@ def lu_grad(g, a, ans, permute_l=False):
     return p @ _right_solve(np.linalg.solve(np.swapaxes(low, -1, -2), m), np.swapaxes(u, -1, -2))
 
 
+# --- scipy.integrate.odeint: derivatives by sensitivity equations, integrated by odeint itself
+# The derivative of the right-hand side comes from srctrans's own vjp and jvp of the user's
+# function, which srctrans (the public API, a layer above this one) registers here on import.
+TRANSFORMS: dict = {}
+
+
+def _flat_args(args) -> tuple[np.ndarray, list]:
+    """The extra arguments of the right-hand side as one float vector, and their shapes."""
+    parts = [np.asarray(a, dtype=float) for a in args]
+    return (np.concatenate([a.ravel() for a in parts]) if parts else np.zeros(0)), [a.shape for a in parts]
+
+
+def _unflat_args(flat, shapes, like=None) -> tuple:
+    """The extra arguments again from ``flat``: in float64 (the right-hand side is evaluated
+    so, whatever the arguments' dtype: odeint integrates in float64), or in the dtypes of
+    ``like`` (the adjoints returned)."""
+    out, start = [], 0
+    for k, shape in enumerate(shapes):
+        size = int(np.prod(shape))
+        piece = flat[start: start + size].reshape(shape)
+        if like is not None:
+            piece = piece.astype(np.result_type(np.asarray(like[k]).dtype, np.float32))
+        out.append(piece if shape else piece[()])
+        start += size
+    return tuple(out)
+
+
+def _odeint_options(full_output, options) -> dict:
+    if full_output:
+        raise NotImplementedError("scipy.integrate.odeint is differentiated without full_output=True")
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def odeint_grad(g, func, y0, t_, args, ans, which, full_output=0, tfirst=False, **options):
+    """Adjoint of y0 (``which`` 0), of the times (1) or of the tuple of extra arguments (2) in
+    ``ans = scipy.integrate.odeint(func, y0, t_, args)``, by the adjoint equations integrated
+    backwards from each time to the one before: ``lam' = -(df/dy).T lam`` and
+    ``mu' = -(df/dargs).T lam`` beside the state itself, ``lam`` taking ``g`` at every time.
+    The time ``t_[i]`` moves ``ans[i]`` by ``f(ans[i], t_[i])``; the first one moves the rest of
+    the trajectory, by ``-f(y0, t_[0])`` seen through ``lam - g[0]`` there."""
+    import scipy.integrate
+
+    options = _odeint_options(full_output, options)
+    vjp = TRANSFORMS["vjp"]
+    times = np.asarray(t_, dtype=float)
+    ys = np.asarray(ans, dtype=float)
+    g = np.broadcast_to(np.asarray(g, dtype=float), ys.shape)
+    args = tuple(args)
+    flat, shapes = _flat_args(args)
+    n = ys.shape[1]
+
+    def rhs(y, s, a):  # in float64
+        a = _unflat_args(_flat_args(a)[0], [np.shape(v) for v in a])
+        return func(s, y, *a) if tfirst else func(y, s, *a)
+
+    def augmented(z, s):
+        y, lam = z[:n], z[n: 2 * n]
+        a = _unflat_args(flat, shapes)
+        dy, pull = vjp(func, *((s, y) if tfirst else (y, s)), *a)
+        bars = pull(lam)
+        y_bar = bars[1] if tfirst else bars[0]
+        return np.concatenate([np.asarray(dy, dtype=float).ravel(), -np.asarray(y_bar, dtype=float).ravel(), -_flat_args(bars[2:])[0]])
+
+    lam, mu = g[-1].copy(), np.zeros(flat.size)
+    t_bar = np.zeros(times.shape)
+    for i in range(len(times) - 1, 0, -1):
+        t_bar[i] = np.dot(g[i], np.asarray(rhs(ys[i], times[i], args), dtype=float))
+        z = scipy.integrate.odeint(augmented, np.concatenate([ys[i], lam, mu]), times[[i, i - 1]], **options)[1]
+        lam, mu = z[n: 2 * n] + g[i - 1], z[2 * n:]
+    # (the first row is y0 itself, whatever the first time: g[0] stays out)
+    t_bar[0] = -np.dot(lam - g[0], np.asarray(rhs(ys[0], times[0], args), dtype=float))
+    if which == 0:
+        return lam.reshape(np.shape(y0)).astype(np.result_type(np.asarray(y0).dtype, np.float32))
+    if which == 1:
+        return t_bar.astype(np.result_type(np.asarray(t_).dtype, np.float32))
+    return _unflat_args(mu, shapes, args)
+
+
+def odeint_jvp(func, y0, t_, args, ans, y0_dot, t_dot, args_dot, full_output=0, tfirst=False, **options):
+    """Tangent of ``ans = scipy.integrate.odeint(func, y0, t_, args)`` along the tangents of y0,
+    of the times and of the extra arguments (None: zero), by the sensitivity equation
+    ``s' = (df/dy) s + (df/dargs) args_dot`` from ``s(t0) = y0_dot - f(y0, t0) t_dot[0]``
+    beside the state: ``ans_dot[i] = s(t_[i]) + f(ans[i], t_[i]) t_dot[i]``."""
+    import scipy.integrate
+
+    options = _odeint_options(full_output, options)
+    jvp = TRANSFORMS["jvp"]
+    times = np.asarray(t_, dtype=float)
+    ys = np.asarray(ans, dtype=float)
+    n = ys.shape[1]
+    args = tuple(args)
+    flat, shapes = _flat_args(args)
+    flat_dot = np.zeros(flat.size) if args_dot is None else _flat_args(args_dot)[0]
+    dt = np.zeros(times.shape) if t_dot is None else np.broadcast_to(np.asarray(t_dot, dtype=float), times.shape)
+
+    def rhs(y, s, a):  # in float64
+        a = _unflat_args(_flat_args(a)[0], [np.shape(v) for v in a])
+        return func(s, y, *a) if tfirst else func(y, s, *a)
+
+    def augmented(z, s):
+        y, sens = z[:n], z[n:]
+        a, a_dot = _unflat_args(flat, shapes), _unflat_args(flat_dot, shapes)
+        primals, tangents = ((s, y), (0.0, sens)) if tfirst else ((y, s), (sens, 0.0))
+        dy, dy_dot = jvp(func, (*primals, *a), (*tangents, *a_dot))
+        return np.concatenate([np.asarray(dy, dtype=float).ravel(), np.asarray(dy_dot, dtype=float).ravel()])
+
+    start = np.zeros(n) if y0_dot is None else np.asarray(y0_dot, dtype=float).ravel().copy()
+    start = start - np.asarray(rhs(ys[0], times[0], args), dtype=float).ravel() * dt[0]
+    sens = scipy.integrate.odeint(augmented, np.concatenate([ys[0], start]), times, **options)[:, n:]
+    moved = np.stack([np.asarray(rhs(ys[i], times[i], args), dtype=float).ravel() for i in range(len(times))])
+    out = sens + moved * dt[:, None]
+    return out.astype(np.asarray(ans).dtype)
+
+
 def zeta(x, q):
     """Hurwitz's zeta function ``sum over k >= 0 of (k + q) ** -x``."""
     return _special("zeta", x, q)

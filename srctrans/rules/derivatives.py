@@ -569,6 +569,7 @@ DERIVATIVES.update({
 # (the orders v, n and d, and the parameters a, b, c of 1F1 and 2F1, take no derivative: refused)
 from .runtime_helpers import EXPM, SOLVE_SYLVESTER, SQRTM, bessel_grad  # noqa: E402
 
+_ODEINT_OPTIONS = "{full_output}, {tfirst}, rtol={rtol}, atol={atol}, mxstep={mxstep}, hmax={hmax}, h0={h0}, hmin={hmin}"
 # x^(a-1) e^-x / Gamma(a); "* rt.ones_like({ans})": in the result's dtype, where SciPy gives float64
 # for float32 arguments (gammainc, polygamma, multigammaln)
 _IN_ANS_DTYPE = " * rt.ones_like({ans})"
@@ -623,6 +624,20 @@ DERIVATIVES.update({
         x="{g}[0] * np.sin(1.5707963267948966 * {x} * {x}) + {g}[1] * np.cos(1.5707963267948966 * {x} * {x})",
     ),
     "scipy.linalg.expm": vjp("A", jvp=dict(A=EXPM.jvp["x"].replace("{x}", "{A}")), A=EXPM.templates["x"].replace("{x}", "{A}")),
+    # the solution at the times t_ (named so: {t} is a tangent); the derivatives integrate
+    # sensitivity equations with odeint, differentiating func with srctrans at run time
+    "scipy.integrate.odeint": vjp(
+        "func, y0, t_, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None, mu=None, rtol=None, atol=None, "
+        "tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, mxstep=0, mxhnil=0, mxordn=12, mxords=5, printmessg=0, tfirst=False",
+        jvp={
+            param: f"rt.odeint_jvp({{func}}, {{y0}}, {{t_}}, {{args}}, {{ans}}, {tangents}, {_ODEINT_OPTIONS})"
+            for param, tangents in (("y0", "{t}, None, None"), ("t_", "None, {t}, None"), ("args", "None, None, {t}"))
+        },
+        **{
+            param: f"rt.odeint_grad({{g}}, {{func}}, {{y0}}, {{t_}}, {{args}}, {{ans}}, {which}, {_ODEINT_OPTIONS})"
+            for which, param in enumerate(("y0", "t_", "args"))
+        },
+    ),
     "scipy.linalg.solve_sylvester": SOLVE_SYLVESTER,
     "scipy.linalg.sqrtm": SQRTM,
     # (p, l, u), or (p l, u) with permute_l=True: {g} their adjoints; square matrices (others are

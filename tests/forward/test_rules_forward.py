@@ -33,7 +33,7 @@ CASES = [
 
 
 # the tangent file calls a helper without a rule of its own: first order only
-TANGENT_FIRST_ORDER_ONLY: dict[str, str] = {"numpy.linalg.multi_dot": "rt.multi_dot_jvp", "numpy.linalg.eigh": "rt.eigh_jvp", "numpy.linalg.svd": "rt.svd_jvp", "numpy.linalg.qr": "rt.qr_jvp", "numpy.linalg.lstsq": "rt.lstsq_jvp_a", "numpy.linalg.eig": "rt.eig_jvp", "scipy.linalg.lu": "rt.lu_jvp"}
+TANGENT_FIRST_ORDER_ONLY: dict[str, str] = {"numpy.linalg.multi_dot": "rt.multi_dot_jvp", "numpy.linalg.eigh": "rt.eigh_jvp", "numpy.linalg.svd": "rt.svd_jvp", "numpy.linalg.qr": "rt.qr_jvp", "numpy.linalg.lstsq": "rt.lstsq_jvp_a", "numpy.linalg.eig": "rt.eig_jvp", "scipy.linalg.lu": "rt.lu_jvp", "scipy.integrate.odeint": "rt.odeint_jvp"}
 
 
 @pytest.mark.parametrize("key,i,fn,makers", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])

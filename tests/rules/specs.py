@@ -8,6 +8,7 @@ finds their source; arguments come from ``ARGS`` makers seeded per test.
 import math
 
 import numpy as np
+import scipy.integrate
 import scipy.linalg
 from scipy import special
 
@@ -62,6 +63,23 @@ def _frexp_mantissa(x):
 def _away_from_powers_of_two(rng, *shape):
     """Numbers whose mantissas lie inside (0.55, 0.95): frexp is smooth there."""
     return rng.uniform(1.1, 1.9, shape) * 2.0 ** rng.integers(-3, 4, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+def _decay(y, t, a1, a2):
+    """autograd's right-hand side in its odeint test."""
+    return -np.sqrt(t) - y + a1 - np.mean((y + a2) ** 2)
+
+
+def _odeint(y0, t, a1, a2):
+    return scipy.integrate.odeint(_decay, y0, t, args=(a1, a2), rtol=1e-12, atol=1e-12)
+
+
+def _growth(t, y, k):
+    return -k * y * t
+
+
+def _odeint_tfirst(y0, k):
+    return scipy.integrate.odeint(_growth, y0, np.array([0.0, 0.5, 1.0]), (k,), rtol=1e-12, atol=1e-12, tfirst=True) ** 2
 
 
 def _lu(a):
@@ -852,6 +870,10 @@ SPECS.update({
     "scipy.linalg.sqrtm": [
         (lambda a: scipy.linalg.sqrtm(a), (lambda r: (lambda m: m @ m.T + np.eye(3))(normal(r, 3, 3)),)),
         (lambda a: scipy.linalg.sqrtm(a) @ B[:3], (lambda r: wellposed(r, 2, 3, 3) + 2.0 * np.eye(3),)),
+    ],
+    "scipy.integrate.odeint": [
+        (_odeint, (lambda r: normal(r, 3), lambda r: np.linspace(0.1, 0.2, 4), lambda r: normal(r, 3), lambda r: normal(r, 3))),
+        (_odeint_tfirst, (lambda r: normal(r, 2), lambda r: pos(r, 2))),
     ],
     "scipy.linalg.lu": [(_lu, (lambda r: normal(r, 4, 4),)), (_lu_permuted, (lambda r: normal(r, 2, 3, 3),))],
     "scipy.special.log_softmax": [

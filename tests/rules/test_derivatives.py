@@ -59,6 +59,7 @@ FIRST_ORDER_ONLY = {
     "numpy.linalg.lstsq": "rt.lstsq_grad_a",
     "numpy.linalg.eig": "rt.eig_grad",
     "scipy.linalg.lu": "rt.lu_grad",
+    "scipy.integrate.odeint": "rt.odeint_grad",
 }
 
 

@@ -33,9 +33,7 @@ from .peers import PEERS, REFUSED, cases
 from .specs import SPECS
 from .test_derivatives import check_float32
 
-GAPS: dict[str, str] = {
-    "scipy.integrate.odeint": "no rule: an integrator, not a formula (adjoint ODE)",
-}
+GAPS: dict[str, str] = {}
 # what srctrans differentiates through its source in srctrans.library (scipy.stats' densities)
 LIBRARY = library.covered()
 

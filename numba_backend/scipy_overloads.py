@@ -209,6 +209,26 @@ for _name, _capi in (
     _of_order(getattr(sp, _name), _scipy_call2(_name, _capi), f"scipy.special.{_name}", _float32_both)
 
 
+def _float32_weak(a, b) -> bool:
+    """SciPy's ufuncs of two numbers that keep float32 beside a number (rel_entr, poch ...):
+    float32 where every array is float32 and the rest are numbers."""
+    arrays = [t for t in (a, b) if isinstance(t, types.Array)]
+    return bool(arrays) and all(t.dtype == types.float32 for t in arrays)
+
+
+_elementwise(
+    sp.erfinv, _scipy_call("erfinv", "__pyx_fuse_0erfinv", False), _scipy_call("erfinv", "__pyx_fuse_1erfinv", True)
+)
+_elementwise(sp.gammasgn, _scipy_call("gammasgn", "gammasgn", False))
+for _name, _capi, _when in (
+    ("beta", "beta", _float32_both), ("yn", "__pyx_fuse_0yn", _float32_both),
+    ("rel_entr", "rel_entr", _float32_weak), ("kl_div", "kl_div", _float32_weak), ("poch", "poch", _float32_weak),
+    ("boxcox", "boxcox", _float32_weak), ("boxcox1p", "boxcox1p", _float32_weak), ("owens_t", "owens_t", _float32_weak),
+):
+    _of_order(getattr(sp, _name), _scipy_call2(_name, _capi), f"scipy.special.{_name}", _when)
+_of_order(rt.yn, _scipy_call2("yn", "__pyx_fuse_0yn"), "srctrans.runtime.yn", _float32_both)  # (yn's derivative's)
+
+
 # --- xlogy, softmax ---
 
 

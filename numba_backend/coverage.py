@@ -33,7 +33,7 @@ NOT_COMPILED: dict[str, str] = {
     **{
         f"scipy.special.{name}": f"Numba knows no scipy.special.{name} (numba_backend.scipy_overloads has no overload yet)"
         for name in (
-            "polygamma multigammaln betainc zeta factorial hyp1f1 hyp2f1 log_softmax sici fresnel"
+            "polygamma multigammaln zeta factorial hyp2f1 log_softmax sici fresnel"
         ).split()
     },
 }
@@ -73,9 +73,4 @@ DIFFERENT: dict[str, str] = {
 
 # srctrans.library's functions (written in NumPy: tests/rules/test_peer_coverage.py compiles each)
 # that do not compile, and why
-LIBRARY_NOT_COMPILED: dict[str, str] = {
-    **{
-        key: "scipy.special.betainc (numba_backend.scipy_overloads has no overload yet)"
-        for key in ("scipy.stats.t.cdf", "scipy.stats.t.logcdf", "scipy.stats.beta.cdf")
-    },
-}
+LIBRARY_NOT_COMPILED: dict[str, str] = {}

@@ -242,7 +242,7 @@ _NEEDS = {
     "random_overloads": re.compile(r"\brandom\b"),
     "batching_overloads": re.compile(r"\brt\.(batch_|prange\b)"),
     "forward_overloads": re.compile(r"\brt\.(cholesky_jvp|pad_tangent)\b"),
-    "scipy_overloads": re.compile(r"\bscipy\b|\brt\.(jv|yv|yn|iv|ive|kv|kve|gammaln|erf|solve_sylvester|lu_jvp|lu_grad)\b"),
+    "scipy_overloads": re.compile(r"\bscipy\b|\brt\.(jv|yv|yn|iv|ive|kv|kve|gammaln|erf|hyp1f1|solve_sylvester|lu_jvp|lu_grad)\b"),
 }
 
 

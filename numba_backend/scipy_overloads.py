@@ -229,6 +229,55 @@ for _name, _capi, _when in (
 _of_order(rt.yn, _scipy_call2("yn", "__pyx_fuse_0yn"), "srctrans.runtime.yn", _float32_both)  # (yn's derivative's)
 
 
+def _scipy_call3(name: str, capi_name: str):
+    """A jitted call of ``cython_special``'s ``double f(double, double, double, int skip_dispatch)``."""
+    address = get_cython_function_address("scipy.special.cython_special", capi_name)
+    symbol = f"srctrans.scipy.{name}"
+    ll.add_symbol(symbol, address)
+    double = llvm_ir.DoubleType()
+
+    def codegen(context, builder, signature, args):
+        fnty = llvm_ir.FunctionType(double, [double, double, double, llvm_ir.IntType(32)])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+        fn.attributes.add("nounwind")
+        return builder.call(fn, [*args, llvm_ir.Constant(llvm_ir.IntType(32), 0)])
+
+    @intrinsic
+    def call(typingctx, a, b, x):
+        return types.float64(types.float64, types.float64, types.float64), codegen
+
+    return call
+
+
+def _of_three(fn, call, fname: str) -> None:
+    """Register ``fn(a, b, x)`` (SciPy's ufunc of three numbers with a float32 loop: float32
+    where every array is float32, beside numbers) on numbers and broadcast arrays."""
+
+    @overload(fn)
+    def _ov(a, b, x):
+        for name, t in (("a", a), ("b", b), ("x", x)):
+            _real_or_array(t, fname, name)
+        arrays = [t for t in (a, b, x) if isinstance(t, types.Array)]
+        if not arrays:
+            return lambda a, b, x: call(np.float64(a), np.float64(b), np.float64(x))
+        out_dt = np.float32 if all(t.dtype == types.float32 for t in arrays) else np.float64
+
+        def impl(a, b, x):
+            shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(x))
+            ab, bb, xb = np.broadcast_to(a, shape), np.broadcast_to(b, shape), np.broadcast_to(x, shape)
+            out = np.empty(shape, out_dt)
+            for at in np.ndindex(shape):
+                out[at] = call(np.float64(ab[at]), np.float64(bb[at]), np.float64(xb[at]))
+            return out
+
+        return impl
+
+
+_of_three(sp.betainc, _scipy_call3("betainc", "__pyx_fuse_0betainc"), "scipy.special.betainc")
+_of_three(sp.hyp1f1, _scipy_call3("hyp1f1", "__pyx_fuse_1hyp1f1"), "scipy.special.hyp1f1")
+_of_three(rt.hyp1f1, _scipy_call3("hyp1f1", "__pyx_fuse_1hyp1f1"), "srctrans.runtime.hyp1f1")  # (its derivative's)
+
+
 # --- xlogy, softmax ---
 
 

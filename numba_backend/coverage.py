@@ -22,20 +22,7 @@ NOT_COMPILED: dict[str, str] = {
         "without ``axis=`` (the result's number of dimensions depends on the shape, which Numba "
         "must know when it compiles): pass ``axis=``"
     ),
-    "numpy.select": (
-        "choices of different shapes or numbers, or an array default (Numba's np.select takes "
-        "a list of arrays of one shape)"
-    ),
-    "numpy.gradient": "Numba has no np.gradient",
-    "numpy.i0": "Numba has no np.i0",
-    "scipy.linalg.expm": "Numba has no scipy.linalg.expm",
     "scipy.integrate.odeint": "Numba has no scipy.integrate.odeint (ODEPACK's LSODA, in Fortran)",
-    **{
-        f"scipy.special.{name}": f"Numba knows no scipy.special.{name} (numba_backend.scipy_overloads has no overload yet)"
-        for name in (
-            "polygamma multigammaln zeta factorial hyp2f1 log_softmax sici fresnel"
-        ).split()
-    },
 }
 
 PARTLY: dict[str, str] = {

@@ -236,13 +236,14 @@ _NEEDS = {
         r"\b(sum|prod|mean|std|var|max|amax|min|amin|all|any|argmax|argmin|norm|einsum|tensordot|"
         r"squeeze|tile|stack|concatenate|hstack|vstack|array|at|matmul|dot|repeat|diff|roll|diagonal|pad|"
         r"cholesky|atleast_1d|atleast_2d|atleast_3d|nansum|nanmean|nanmax|nanmin|median|rot90|rollaxis|"
-        r"column_stack|multi_dot|fix|frexp|full|cumprod|lstsq|sort|argsort|real_if_close)\b|@|=\s*\["  # (=\s*\[: a list, which may index an array)
+        r"column_stack|multi_dot|fix|frexp|full|cumprod|lstsq|sort|argsort|real_if_close|gradient|select)\b|@|=\s*\["  # (=\s*\[: a list, which may index an array)
     ),
     "runtime_overloads": re.compile(r"\bsrctrans\.runtime\b|\brt\.|\bstop_gradient\b"),
     "random_overloads": re.compile(r"\brandom\b"),
     "batching_overloads": re.compile(r"\brt\.(batch_|prange\b)"),
     "forward_overloads": re.compile(r"\brt\.(cholesky_jvp|pad_tangent)\b"),
-    "scipy_overloads": re.compile(r"\bscipy\b|\brt\.(jv|yv|yn|iv|ive|kv|kve|gammaln|erf|hyp1f1|solve_sylvester|lu_jvp|lu_grad)\b"),
+    "scipy_overloads": re.compile(r"\bscipy\b|\bi0\b|\brt\.(jv|yv|yn|iv|ive|kv|kve|gammaln|erf|hyp1f1|hyp2f1|zeta|solve_sylvester|lu_jvp|lu_grad)\b"),
+    "matrix_exponential": re.compile(r"\bexpm\b"),
 }
 
 

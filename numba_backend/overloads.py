@@ -25,7 +25,12 @@ under ``numba.njit``. It owns:
   with a list of ints (``x[[0, 2]]``);
 - ``np.linalg.matrix_power`` of a float matrix or a stack, as a plain array (Numba's own is
   typed optional, which the adjoint helpers reading its result cannot take), with NumPy's
-  products in NumPy's order.
+  products in NumPy's order;
+- ``np.gradient`` (Numba has none): a spacing per axis (a number or coordinates), one for all
+  axes or none, ``axis=`` (int, negative, tuple), ``edge_order=`` 1 or 2, NumPy's dtypes (integers
+  give float64) and a tuple of arrays where more than one axis is differentiated;
+- ``np.select`` of lists (or literal lists, tuples) of conditions and choices of different
+  shapes, numbers among the choices, or an array default, with NumPy 2's result shape and dtype.
 
 Numba tries the implementations it registered itself before these, so a call it already
 compiled keeps its old implementation; these are reached only where Numba's fail. An
@@ -47,6 +52,7 @@ import numpy as np
 from numba.core import types
 from numba.core.errors import TypingError
 from numba.core.registry import cpu_target
+from numba.core.typing.typeof import typeof
 from numba.extending import overload, overload_method, register_jitable
 from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
@@ -2612,6 +2618,396 @@ def _ov_getitem_list(a, index):
     if not isinstance(index.dtype, (types.Integer, types.Boolean)):
         raise TypingError(f"array[list]: the list must hold ints or bools, got {index}")
     return lambda a, index: a[np.array(index)]
+
+
+# --- np.gradient ---
+# Central differences along each axis asked for (second-order accurate inside), one-sided
+# differences of first or second order at the two ends, on the (outer, n, inner) block around
+# the axis, as the reductions view it. An axis's spacing is a number (points that far apart) or
+# the coordinates of its points (1-D, one per point): NumPy's formulas for uneven spacing, or
+# those for even spacing when the coordinates are evenly spaced (as NumPy checks).
+#
+# Numba's overloads take no keyword-only parameters after ``*args`` (it folds them as if given
+# last by position), so NumPy's ``*varargs`` are the parameters d0 ... d7 here: a call passes
+# its spacings by position, ``axis=`` and ``edge_order=`` by name, as NumPy's signature requires.
+
+_GRADIENT_SLOTS = 8
+_GRADIENT_PARAMS = "f, " + "".join(f"d{k}=None, " for k in range(_GRADIENT_SLOTS)) + "axis=None, edge_order=1"
+_GRADIENT_SHORT = (
+    "Shape of array too small to calculate a numerical gradient, at least (edge_order + 1) elements are required."
+)
+
+
+@register_jitable
+def _gradient_edge_order(edge_order):
+    if edge_order > 2:
+        raise ValueError("'edge_order' greater than 2 not supported")
+
+
+@register_jitable
+def _gradient_length(n, edge_order):
+    # (an edge_order below 1 takes NumPy's second-order branch, which reads three points)
+    if n < edge_order + 1 or (edge_order != 1 and n < 3):
+        raise ValueError(_GRADIENT_SHORT)
+
+
+@register_jitable
+def _gradient_axes(axis, nd):
+    """The axes of a tuple ``axis``, normalized, as an intp array (NumPy's normalize_axis_tuple)."""
+    axes = unliteral(axis)
+    out = np.empty(len(axes), np.intp)
+    for j in range(len(axes)):
+        out[j] = norm_axis(axes[j], nd)
+        for k in range(j):
+            if out[k] == out[j]:
+                raise ValueError("repeated axis")
+    return out
+
+
+@functools.cache
+def _gradient_divide(qt: np.dtype) -> Callable:
+    """Jitted (num, den) -> num / den for a real ``den``, the quotient of dtype ``qt``. NumPy divides
+    a complex number by a real one (made complex) as num * (1 / den)."""
+    if qt.kind != "c":
+        return register_jitable(lambda num, den: num / den)
+    real = np.empty(0, qt).real.dtype.type
+    return register_jitable(lambda num, den: num * (real(1.0) / real(den)))
+
+
+@register_jitable
+def _gradient_ends(out3, a3, c0, c1, c2, e0, e1, e2):
+    """The second-order one-sided derivatives at both ends of the (outer, n, inner) block: c0 f0 + c1 f1 + c2 f2
+    at the first point, e0 f[n-3] + e1 f[n-2] + e2 f[n-1] at the last."""
+    outer, n, inner = a3.shape
+    for p in range(outer):
+        for q in range(inner):
+            out3[p, 0, q] = c0 * a3[p, 0, q] + c1 * a3[p, 1, q] + c2 * a3[p, 2, q]
+            out3[p, n - 1, q] = e0 * a3[p, n - 3, q] + e1 * a3[p, n - 2, q] + e2 * a3[p, n - 1, q]
+
+
+@functools.cache
+def _gradient_even(ct: np.dtype, dt: np.dtype) -> Callable:
+    """Jitted (a, ax, dx, edge_order) -> the derivative of ``a`` along axis ``ax``, its points ``dx``
+    apart, as an array of dtype ``dt``. The coefficients (2 dx, 1.5 / dx ...) are of dtype ``ct``,
+    as in NumPy: the dtype of ``a``'s real part for a Python number ``dx`` (a weak scalar), wider
+    where the spacing came from coordinates of a wider dtype."""
+    cast = ct.type
+    div = _gradient_divide(np.result_type(dt, ct))
+
+    def run(a, ax, dx, edge_order):
+        a3 = _view3_axis(a, ax)
+        outer, n, inner = a3.shape
+        _gradient_length(n, edge_order)
+        out3 = np.empty((outer, n, inner), dt)
+        h = cast(dx)
+        h2 = cast(2.0 * dx)
+        for p in range(outer):
+            for i in range(1, n - 1):
+                for q in range(inner):
+                    out3[p, i, q] = div(a3[p, i + 1, q] - a3[p, i - 1, q], h2)
+        if edge_order == 1:
+            for p in range(outer):
+                for q in range(inner):
+                    out3[p, 0, q] = div(a3[p, 1, q] - a3[p, 0, q], h)
+                    out3[p, n - 1, q] = div(a3[p, n - 1, q] - a3[p, n - 2, q], h)
+        else:
+            # f'(x0) ~ (-3 f0 + 4 f1 - f2) / (2 dx), and its mirror image at the far end
+            c0, c1, c2 = cast(-1.5 / dx), cast(2.0 / dx), cast(-0.5 / dx)
+            e0, e1, e2 = cast(0.5 / dx), cast(-2.0 / dx), cast(1.5 / dx)
+            _gradient_ends(out3, a3, c0, c1, c2, e0, e1, e2)
+        return out3.reshape(a.shape)
+
+    return register_jitable(run)
+
+
+@functools.cache
+def _gradient_uneven(cd: np.dtype, ct: np.dtype, dt: np.dtype) -> Callable:
+    """Jitted (a, ax, x, edge_order) -> the derivative of ``a`` along axis ``ax`` at the coordinates
+    ``x`` (of dtype ``cd`` once integers are made float64), as an array of dtype ``dt``. With
+    h1, h2 the steps before and after a point, the three-point (second-order) derivative is
+
+        -h2 / (h1 (h1 + h2)) f[i-1] + (h2 - h1) / (h1 h2) f[i] + h1 / (h2 (h1 + h2)) f[i+1]
+
+    inside, and at the ends the one-sided difference (edge_order 1) or the derivative of the
+    parabola through the first (last) three points (edge_order 2)."""
+    even = _gradient_even(ct, dt)
+    div = _gradient_divide(np.result_type(dt, cd))
+    kind = cd.type
+
+    def run(a, ax, x, edge_order):
+        n = a.shape[ax]
+        if x.shape[0] != n:
+            raise ValueError("when 1d, distances must match the length of the corresponding dimension")
+        if n < 2:  # (NumPy reads the first step before it checks the length)
+            raise IndexError("index 0 is out of bounds for axis 0 with size 0")
+        _gradient_length(n, edge_order)
+        xs = x.astype(kind)
+        dx = np.empty(n - 1, kind)
+        for i in range(n - 1):
+            dx[i] = xs[i + 1] - xs[i]
+        uniform = True
+        for i in range(n - 1):
+            if dx[i] != dx[0]:
+                uniform = False
+        if uniform:
+            return even(a, ax, dx[0], edge_order)
+        a3 = _view3_axis(a, ax)
+        outer, inner = a3.shape[0], a3.shape[2]
+        out3 = np.empty((outer, n, inner), dt)
+        lo = np.empty(n, kind)
+        mid = np.empty(n, kind)
+        hi = np.empty(n, kind)
+        for i in range(1, n - 1):
+            h1, h2 = dx[i - 1], dx[i]
+            lo[i] = -h2 / (h1 * (h1 + h2))
+            mid[i] = (h2 - h1) / (h1 * h2)
+            hi[i] = h1 / (h2 * (h1 + h2))
+        for p in range(outer):
+            for i in range(1, n - 1):
+                for q in range(inner):
+                    out3[p, i, q] = lo[i] * a3[p, i - 1, q] + mid[i] * a3[p, i, q] + hi[i] * a3[p, i + 1, q]
+        if edge_order == 1:
+            for p in range(outer):
+                for q in range(inner):
+                    out3[p, 0, q] = div(a3[p, 1, q] - a3[p, 0, q], dx[0])
+                    out3[p, n - 1, q] = div(a3[p, n - 1, q] - a3[p, n - 2, q], dx[n - 2])
+        else:
+            h1, h2 = dx[0], dx[1]
+            c0 = -(h1 + h1 + h2) / (h1 * (h1 + h2))
+            c1 = (h1 + h2) / (h1 * h2)
+            c2 = -h1 / (h2 * (h1 + h2))
+            h1, h2 = dx[n - 3], dx[n - 2]
+            e0 = h2 / (h1 * (h1 + h2))
+            e1 = -(h1 + h2) / (h1 * h2)
+            e2 = (h2 + h2 + h1) / (h2 * (h1 + h2))
+            _gradient_ends(out3, a3, c0, c1, c2, e0, e1, e2)
+        return out3.reshape(a.shape)
+
+    return register_jitable(run)
+
+
+def _gradient_spacing(t: Any, fname: str) -> np.dtype | None:
+    """None for a number (an even spacing), else the dtype the coordinates ``t`` are used in."""
+    if isinstance(t, (types.Integer, types.Float)):
+        return None
+    if isinstance(t, types.Array) and isinstance(t.dtype, (types.Integer, types.Float)):
+        if t.ndim != 1:
+            raise TypingError(f"{fname}: distances must be either scalars or 1d, got {t}")
+        return np.dtype(np.float64) if isinstance(t.dtype, types.Integer) else as_dtype(t.dtype)
+    raise TypingError(f"{fname}: a spacing must be a real number or a 1-D array of coordinates, got {t}")
+
+
+@functools.cache
+def _gradient_impl(nd: int, form: str, n_axes: int, spacings: tuple, dt: np.dtype, to_float: bool) -> Callable:
+    """np.gradient for an array of ``nd`` dimensions, ``n_axes`` axes (``form``: 'none', 'int'
+    or 'tuple'), and per differentiated axis its spacing (source text) and the dtype of its
+    coordinates (None: a number)."""
+    real = np.empty(0, dt).real.dtype  # (complex64's: float32)
+    env: dict[str, Any] = {"np": np, "edge_check": _gradient_edge_order, "norm_axis": norm_axis, "axes_of": _gradient_axes}
+    lines = [f"def impl({_GRADIENT_PARAMS}):", "    edge_check(edge_order)"]
+    lines.append("    a = f.astype(np.float64)" if to_float else "    a = f")
+    if form == "int":
+        lines.append(f"    ax = norm_axis(axis, {nd})")
+    elif form == "tuple":
+        lines.append(f"    axes = axes_of(axis, {nd})")
+    for j, (text, cd) in enumerate(spacings):
+        ax = {"none": str(j), "int": "ax", "tuple": f"axes[{j}]"}[form]
+        if cd is None:
+            env[f"along{j}"] = _gradient_even(real, dt)
+        else:
+            env[f"along{j}"] = _gradient_uneven(cd, np.result_type(real, cd), dt)
+        lines.append(f"    r{j} = along{j}(a, {ax}, {text}, edge_order)")
+    if n_axes == 1:
+        lines.append("    return r0")
+    else:
+        lines.append("    return (" + "".join(f"r{j}, " for j in range(n_axes)) + ")")
+    return _compile_source("\n".join(lines) + "\n", "impl", env)
+
+
+@overload(np.gradient)
+def _ov_gradient(
+    f, d0=None, d1=None, d2=None, d3=None, d4=None, d5=None, d6=None, d7=None, axis=None, edge_order=1
+):
+    fname = "np.gradient"
+    _require_array(f, fname)
+    if not isinstance(f.dtype, (types.Integer, types.Float, types.Complex)):
+        raise TypingError(f"{fname}: unsupported dtype {f.dtype} (NumPy subtracts the values)")
+    if not isinstance(edge_order, (int, float, types.Integer, types.Float, types.Boolean, types.Omitted)):
+        raise TypingError(f"{fname}: edge_order must be 1 or 2, got {edge_order}")
+    slots = [d0, d1, d2, d3, d4, d5, d6, d7]
+    given = [not is_none(t) for t in slots]
+    n = sum(given)
+    if given != [True] * n + [False] * (_GRADIENT_SLOTS - n):
+        raise TypingError(f"{fname}: the spacings are passed by position")
+    form, n_axes = axis_kind(axis, fname)
+    if form == "none":
+        n_axes = f.ndim
+    if n == 0:
+        spacings = tuple(("1.0", None) for _ in range(n_axes))
+    elif n == 1 and isinstance(slots[0], (types.Integer, types.Float)):
+        spacings = tuple(("d0", None) for _ in range(n_axes))
+    elif n == n_axes:
+        spacings = tuple((f"d{j}", _gradient_spacing(slots[j], fname)) for j in range(n))
+    else:
+        raise TypingError(
+            f"{fname}: invalid number of arguments: {n} spacings for {n_axes} axes (give none, one number, or one per axis)"
+        )
+    to_float = isinstance(f.dtype, types.Integer)
+    dt = np.dtype(np.float64) if to_float else as_dtype(f.dtype)
+    return _gradient_impl(f.ndim, form, n_axes, spacings, dt, to_float)
+
+
+# --- np.select of choices of different shapes or numbers, or with an array default ---
+# Numba's np.select takes lists of arrays of one type (a literal list of different ones, such as
+# [x, 2.0] or [matrix, vector], is a LiteralList, which it refuses) and a number default. This
+# one broadcasts conditions, choices and default together (NumPy's result shape), and its dtype
+# is NumPy 2's result_type of the choices and the default (a number among them a weak Python
+# scalar). The lists may be lists, literal lists or tuples: code is written for their length
+# where one of them has a fixed length, else it loops.
+
+
+@register_jitable
+def _select_fold_shape(shape, s):
+    """Broadcast the shape ``shape`` (an intp array of the result's ndim) with the tuple ``s``, in place."""
+    nd, k = len(shape), len(s)
+    for j in range(k):
+        d = nd - k + j
+        if shape[d] == 1:
+            shape[d] = s[j]
+        elif s[j] != 1 and s[j] != shape[d]:
+            raise ValueError("shape mismatch: objects cannot be broadcast to a single shape")
+
+
+@register_jitable
+def _select_lengths(n_cond, n_choice):
+    if n_cond != n_choice:
+        raise ValueError("list of cases must be same length as list of conditions")
+    if n_cond == 0:
+        raise ValueError("select with an empty condition list is not possible")
+
+
+@register_jitable
+def _select_put_aa(out, cond, choice):
+    cb = np.broadcast_to(cond, out.shape)
+    xb = np.broadcast_to(choice, out.shape)
+    for idx in np.ndindex(out.shape):
+        if cb[idx]:
+            out[idx] = xb[idx]
+
+
+@register_jitable
+def _select_put_an(out, cond, choice):
+    cb = np.broadcast_to(cond, out.shape)
+    for idx in np.ndindex(out.shape):
+        if cb[idx]:
+            out[idx] = choice
+
+
+@register_jitable
+def _select_put_na(out, cond, choice):
+    if cond:
+        xb = np.broadcast_to(choice, out.shape)
+        for idx in np.ndindex(out.shape):
+            out[idx] = xb[idx]
+
+
+@register_jitable
+def _select_put_nn(out, cond, choice):
+    if cond:
+        for idx in np.ndindex(out.shape):
+            out[idx] = choice
+
+
+_SELECT_PUT = {
+    (True, True): _select_put_aa,
+    (True, False): _select_put_an,
+    (False, True): _select_put_na,
+    (False, False): _select_put_nn,
+}
+
+
+def _select_items(seq: Any, what: str) -> tuple[list[types.Type], int | None]:
+    """The item types of a list/literal list/tuple argument of np.select and its fixed length
+    (None: a list, known when it runs)."""
+    if isinstance(seq, (types.List, types.ListType)):
+        return [seq.dtype], None
+    if isinstance(seq, (types.LiteralList, types.BaseTuple)):
+        return list(seq.types), len(seq.types)
+    raise TypingError(f"np.select: {what} must be a list or a tuple, got {seq}")
+
+
+def _select_weak(t: Any) -> Any:
+    """What NumPy 2's result_type sees for a choice or the default: an array's dtype, a Python
+    number (weak) for an int, float or complex, NumPy's bool for a bool."""
+    if isinstance(t, types.Array):
+        return as_dtype(t.dtype)
+    if isinstance(t, types.Boolean):
+        return np.dtype(np.bool_)
+    if isinstance(t, types.Integer):
+        return 0
+    if isinstance(t, types.Float):
+        return 0.0
+    return 0j
+
+
+@overload(np.select)
+def _ov_select(condlist, choicelist, default=0):
+    fname = "np.select"
+    conds, n_cond = _select_items(condlist, "condlist")
+    choices, n_choice = _select_items(choicelist, "choicelist")
+    value = default.value if isinstance(default, types.Omitted) else default
+    if isinstance(value, (bool, int, float, complex)):  # omitted: NumPy's default 0
+        default_t: Any = types.unliteral(typeof(value))
+    else:
+        default_t = types.unliteral(default)
+    for i, t in enumerate(conds):
+        if not (isinstance(t, types.Boolean) or (isinstance(t, types.Array) and isinstance(t.dtype, types.Boolean))):
+            raise TypingError(f"{fname}: invalid entry {i} in condlist: should be boolean ndarray, got {t}")
+    for t in [*choices, default_t]:
+        t = types.unliteral(t)
+        ok = isinstance(t, (types.Number, types.Boolean)) or (
+            isinstance(t, types.Array) and isinstance(t.dtype, (types.Number, types.Boolean))
+        )
+        if not ok:
+            raise TypingError(f"{fname}: the choices and the default must be numbers or numeric arrays, got {t}")
+    choices = [types.unliteral(t) for t in choices]
+    dt = np.result_type(*[_select_weak(t) for t in [*choices, default_t]])
+    nd = max([t.ndim for t in [*conds, *choices, default_t] if isinstance(t, types.Array)], default=0)
+    env: dict[str, Any] = {
+        "np": np, "dt": dt.type, "lengths": _select_lengths, "to_fixed_tuple": to_fixed_tuple,
+        "fold": _select_fold_shape, "fill": _SELECT_PUT[False, isinstance(default_t, types.Array)],
+    }
+
+    def fold(t: Any, item: str, indent: str = "    ") -> list[str]:  # (a number has no axes)
+        return [f"{indent}fold(shape, {item}.shape)"] if isinstance(t, types.Array) else []
+
+    lines = [
+        "def impl(condlist, choicelist, default=0):",
+        "    lengths(len(condlist), len(choicelist))",
+        f"    shape = np.ones({nd}, np.intp)",
+    ]
+    if n_cond is None and n_choice is None:  # two lists: a loop over them
+        env["put"] = _SELECT_PUT[isinstance(conds[0], types.Array), isinstance(choices[0], types.Array)]
+        lines += ["    for i in range(len(condlist)):"]
+        lines += fold(conds[0], "condlist[i]", " " * 8) + fold(choices[0], "choicelist[i]", " " * 8) or ["        pass"]
+    else:
+        m = min(n for n in (n_cond, n_choice) if n is not None)
+        for k in range(m):
+            c_t = conds[k if n_cond is not None else 0]
+            x_t = choices[k if n_choice is not None else 0]
+            env[f"put{k}"] = _SELECT_PUT[isinstance(c_t, types.Array), isinstance(x_t, types.Array)]
+            lines += fold(c_t, f"condlist[{k}]") + fold(x_t, f"choicelist[{k}]")
+    lines += fold(default_t, "default")
+    lines += [
+        f"    out = np.empty(to_fixed_tuple(shape, {nd}), dt)",
+        "    fill(out, True, default)",
+    ]
+    if n_cond is None and n_choice is None:
+        lines += ["    for i in range(len(condlist) - 1, -1, -1):", "        put(out, condlist[i], choicelist[i])"]
+    else:
+        lines += [f"    put{k}(out, condlist[{k}], choicelist[{k}])" for k in range(m - 1, -1, -1)]
+    lines.append("    return out")
+    return _compile_source("\n".join(lines) + "\n", "impl", env)
 
 
 # Last: importing numba.np.linalg registers Numba's own linalg and '@' implementations, which

@@ -3283,6 +3283,40 @@ def _ov_polygamma(n, x):
     return impl
 
 
+@overload(rt.multipolygamma)
+def _ov_multipolygamma(n, a, d):
+    fname = "srctrans.runtime.multipolygamma"
+    if not _is_int(n) or not _is_int(d):
+        raise TypingError(f"{fname}: n and d must be ints, got {n} and {d}")
+    _check_elementwise("multipolygamma", a)
+    if isinstance(a, types.Complex) or (isinstance(a, types.Array) and isinstance(a.dtype, types.Complex)):
+        raise TypingError(f"{fname}: complex arguments are not supported under jit")
+    if _is_scalar(a):
+
+        def number(n, a, d):
+            total = 0.0
+            for j in range(d):
+                total += _polygamma1(n, a - 0.5 * j)
+            return total
+
+        return number
+    dt = np.dtype(np.float32) if a.dtype == types.float32 else np.dtype(np.float64)  # (float32 stays float32)
+
+    def impl(n, a, d):
+        out = np.zeros(a.shape, dt)
+        of = out.reshape(out.size)
+        i = 0
+        for v in a.flat:
+            total = 0.0
+            for j in range(d):
+                total += _polygamma1(n, float(v) - 0.5 * j)
+            of[i] = total
+            i += 1
+        return out
+
+    return impl
+
+
 _sinc_derivative1 = register_jitable(rt._sinc_derivative1)
 
 
@@ -3866,7 +3900,7 @@ def _ov_select_grad(g, condlist, choicelist):
     _require_array("select_grad", g)
     if isinstance(choicelist, types.List):
         elements = [choicelist.dtype]
-    elif isinstance(choicelist, types.BaseTuple):
+    elif isinstance(choicelist, (types.BaseTuple, types.LiteralList)):  # ([x, 2.0]: a LiteralList)
         elements = list(choicelist.types)
     else:
         raise TypingError(f"srctrans.runtime.select_grad: expected a list or a tuple of choices, got {choicelist}")
@@ -3894,6 +3928,14 @@ def _ov_select_grad(g, condlist, choicelist):
 @overload(rt.select_default)
 def _ov_select_default(condlist, g):
     _require_array("select_default", g)
+    if isinstance(condlist, types.LiteralList) or (
+        isinstance(condlist, types.BaseTuple) and not isinstance(condlist, types.UniTuple)
+    ):  # conditions of different types: one line each
+        n = len(condlist.types)
+        lines = ["def impl(condlist, g):", "    taken0 = np.zeros(g.shape, np.bool_)"]
+        lines += [f"    taken{i + 1} = np.logical_or(taken{i}, condlist[{i}])" for i in range(n)]
+        lines.append(f"    return np.where(taken{n}, 0.0, g)")
+        return _exec_impl("\n".join(lines) + "\n")
 
     def impl(condlist, g):
         taken = np.zeros(g.shape, np.bool_)
@@ -3902,6 +3944,81 @@ def _ov_select_default(condlist, g):
         return np.where(taken, 0.0, g)
 
     return impl
+
+
+# np.gradient's adjoint: its transpose along each axis differentiated. As rt._gradient_transpose,
+# each result reads three neighbouring values, one of each residue mod 3, so np.gradient of the
+# three combs (ones at the places of one residue) gives each result's coefficient of each; the
+# coefficients are sent back to the places they came from, in the order np.add.at adds them.
+
+
+_GRADIENT_TRANSPOSE: dict[np.dtype, Any] = {}
+
+
+def _gradient_transpose_jit(result_dtype: np.dtype):
+    """Jitted (g, n, spacing, ax, edge_order) -> the transpose of np.gradient along axis ``ax``
+    (of length ``n``) applied to ``g``, as an array of ``result_dtype`` (one per dtype)."""
+    if result_dtype in _GRADIENT_TRANSPOSE:
+        return _GRADIENT_TRANSPOSE[result_dtype]
+
+    def transpose(g, n, spacing, ax, edge_order):
+        g3 = _to3(g, ax)
+        out3 = np.zeros(g3.shape, result_dtype)
+        comb = np.empty(n, np.float64)
+        last = max(n - 3, 0)
+        for r in range(3):
+            for i in range(n):
+                comb[i] = 1.0 if i % 3 == r else 0.0
+            coefficients = np.gradient(comb, spacing, edge_order=edge_order)
+            for i in range(n):
+                start = min(max(i - 1, 0), last)
+                source = start + (r - start) % 3
+                if source < n:
+                    c = coefficients[i]
+                    for p in range(g3.shape[0]):
+                        for q in range(g3.shape[2]):
+                            out3[p, source, q] += g3[p, i, q] * c
+        return out3.reshape(g.shape)
+
+    _GRADIENT_TRANSPOSE[result_dtype] = register_jitable(transpose)
+    return _GRADIENT_TRANSPOSE[result_dtype]
+
+
+@overload(rt.gradient_grad)
+def _ov_gradient_grad(g, f, spacing=1.0, axis=None, edge_order=1):
+    from . import overloads  # noqa: F401  (np.gradient under jit, which gives the coefficients)
+
+    fname = "srctrans.runtime.gradient_grad"
+    _require_array("gradient_grad", f)
+    nd = f.ndim
+    if _is_none(axis):
+        axes = [str(k) for k in range(nd)]
+    elif _is_int(axis):
+        axes = [f"axis % {nd}"]
+    elif isinstance(axis, types.BaseTuple) and all(isinstance(t, types.Integer) for t in axis.types):
+        axes = [f"axis[{k}] % {nd}" for k in range(len(axis.types))]
+    else:
+        raise TypingError(f"{fname}: axis must be None, an int or a tuple of ints, got {axis}")
+    if len(axes) == 1:
+        parts = [("g", g)]
+    elif isinstance(g, types.BaseTuple) and len(g.types) == len(axes):
+        parts = [(f"g[{k}]", t) for k, t in enumerate(g.types)]
+    else:
+        raise TypingError(f"{fname}: g must be a tuple of {len(axes)} adjoints (one per axis), got {g}")
+    env: dict[str, Any] = {"dt": grad_dtype(f)}
+    lines = ["def impl(g, f, spacing=1.0, axis=None, edge_order=1):", "    out0 = np.zeros(f.shape, dt)"]
+    k = 0
+    for j, ((part, t), ax) in enumerate(zip(parts, axes)):
+        if isinstance(t, types.Array):  # (a number: an output not used, whose adjoint is 0)
+            if t.ndim != nd:
+                raise TypingError(f"{fname}: the adjoint {t} is not of f's dimensions ({f})")
+            env[f"transpose{j}"] = _gradient_transpose_jit(np.result_type(as_dtype(t.dtype), 1.0))
+            lines += [f"    ax{j} = {ax}", f"    out{k + 1} = out{k} + transpose{j}({part}, f.shape[ax{j}], spacing, ax{j}, edge_order)"]
+            k += 1
+        elif not _is_scalar(t):
+            raise TypingError(f"{fname}: an adjoint must be an array or a number, got {t}")
+    lines.append(f"    return rt.unbroadcast(out{k}, f)")
+    return _exec_impl("\n".join(lines) + "\n", **env)
 
 
 @overload(rt.average_weights)

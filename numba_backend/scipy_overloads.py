@@ -26,6 +26,8 @@ compiles and gives SciPy's numbers:
 
 from __future__ import annotations
 
+import math
+
 import llvmlite.binding as ll
 import numpy as np
 import scipy.special as sp
@@ -43,9 +45,18 @@ from .arguments import axis_kind, const_bool, is_none, norm_axis, unliteral
 __all__: list[str] = []
 
 
-def _scipy_call(name: str, capi_name: str, single: bool):
-    """A jitted call of ``scipy.special.cython_special``'s ``capi_name`` (C signature
-    ``double f(double, int skip_dispatch)``, or with floats when ``single``)."""
+def _intrinsic(nargs: int, signature, codegen):
+    """An intrinsic of ``nargs`` positional arguments (Numba reads the arity from the typing
+    function's own parameters, so it is written out)."""
+    params = ", ".join(f"x{i}" for i in range(nargs))
+    namespace = {"signature": signature, "codegen": codegen}
+    exec(f"def call(typingctx, {params}):\n    return signature, codegen\n", namespace)
+    return intrinsic(namespace["call"])
+
+
+def _scipy_call(name: str, capi_name: str, single: bool = False, nargs: int = 1):
+    """A jitted call of ``scipy.special.cython_special``'s ``capi_name``, of C signature
+    ``double f(double, ..., int skip_dispatch)`` with ``nargs`` doubles (floats when ``single``)."""
     address = get_cython_function_address("scipy.special.cython_special", capi_name)
     symbol = f"srctrans.scipy.{name}{'_f32' if single else ''}"
     ll.add_symbol(symbol, address)
@@ -53,16 +64,12 @@ def _scipy_call(name: str, capi_name: str, single: bool):
     lltype = llvm_ir.FloatType() if single else llvm_ir.DoubleType()
 
     def codegen(context, builder, signature, args):
-        fnty = llvm_ir.FunctionType(lltype, [lltype, llvm_ir.IntType(32)])
+        fnty = llvm_ir.FunctionType(lltype, [lltype] * nargs + [llvm_ir.IntType(32)])
         fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
         fn.attributes.add("nounwind")
-        return builder.call(fn, [args[0], llvm_ir.Constant(llvm_ir.IntType(32), 0)])
+        return builder.call(fn, [*args, llvm_ir.Constant(llvm_ir.IntType(32), 0)])
 
-    @intrinsic
-    def call(typingctx, x):
-        return nbtype(nbtype), codegen
-
-    return call
+    return _intrinsic(nargs, nbtype(*[nbtype] * nargs), codegen)
 
 
 def _elementwise(fn: np.ufunc, call64, call32=None) -> None:
@@ -124,47 +131,35 @@ _elementwise(sp.expi, _scipy_call("expi", "__pyx_fuse_1expi", False))
 _elementwise(sp.exp1, _scipy_call("exp1", "__pyx_fuse_1exp1", False))
 
 
-def _scipy_call2(name: str, capi_name: str):
-    """A jitted call of ``cython_special``'s ``capi_name``: ``double f(double, double, int skip_dispatch)``."""
-    address = get_cython_function_address("scipy.special.cython_special", capi_name)
-    symbol = f"srctrans.scipy.{name}"
-    ll.add_symbol(symbol, address)
-    double = llvm_ir.DoubleType()
+def _broadcast(fn, call, fname: str, params: str, float32_when) -> None:
+    """Register ``fn`` (a SciPy ufunc of the real numbers ``params``, e.g. ``"v, x"``) on numbers
+    and broadcast arrays, ``call`` (a jitted function of as many float64) at each element. The
+    result is float32 where ``float32_when(*types)`` (the Numba types) says so, else float64."""
+    names = [p.strip() for p in params.split(",")]
+    namespace = {"np": np, "call": call}
+    exec(f"def number({params}):\n    return call({', '.join(f'np.float64({p})' for p in names)})\n", namespace)
+    array = (
+        f"def array({params}):\n"
+        f"    shape = np.broadcast_shapes({', '.join(f'np.shape({p})' for p in names)})\n"
+        + "".join(f"    {p}_ = np.broadcast_to({p}, shape)\n" for p in names)
+        + "    out = np.empty(shape, out_dt)\n"
+        "    for at in np.ndindex(shape):\n"
+        f"        out[at] = call({', '.join(f'np.float64({p}_[at])' for p in names)})\n"
+        "    return out\n"
+    )
 
-    def codegen(context, builder, signature, args):
-        fnty = llvm_ir.FunctionType(double, [double, double, llvm_ir.IntType(32)])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
-        fn.attributes.add("nounwind")
-        return builder.call(fn, [args[0], args[1], llvm_ir.Constant(llvm_ir.IntType(32), 0)])
+    def typer(*args):
+        for name, t in zip(names, args, strict=True):
+            _real_or_array(t, fname, name)
+        if not any(isinstance(t, types.Array) for t in args):
+            return namespace["number"]
+        scope = dict(namespace, out_dt=np.float32 if float32_when(*args) else np.float64)
+        exec(array, scope)
+        return scope["array"]
 
-    @intrinsic
-    def call(typingctx, v, x):
-        return types.float64(types.float64, types.float64), codegen
-
-    return call
-
-
-def _of_order(fn, call, fname: str, float32_when) -> None:
-    """Register ``fn(v, x)`` on numbers and broadcast arrays; the result is float32 where
-    ``float32_when(v, x)`` (the Numba types) says so, else float64."""
-
-    @overload(fn)
-    def _ov(v, x):
-        _real_or_array(v, fname, "v")
-        _real_or_array(x, fname, "x")
-        if not isinstance(v, types.Array) and not isinstance(x, types.Array):
-            return lambda v, x: call(np.float64(v), np.float64(x))
-        out_dt = np.float32 if float32_when(v, x) else np.float64
-
-        def impl(v, x):
-            shape = np.broadcast_shapes(np.shape(v), np.shape(x))
-            vb, xb = np.broadcast_to(v, shape), np.broadcast_to(x, shape)
-            out = np.empty(shape, out_dt)
-            for at in np.ndindex(shape):
-                out[at] = call(np.float64(vb[at]), np.float64(xb[at]))
-            return out
-
-        return impl
+    scope = {"typer": typer}
+    exec(f"def _ov({params}):\n    return typer({params})\n", scope)
+    overload(fn)(scope["_ov"])
 
 
 def _is_float32_array(t) -> bool:
@@ -178,9 +173,9 @@ def _float32_result(v, x) -> bool:
 
 
 for _name in ("jv", "yv", "iv", "ive", "kv", "kve"):
-    _call = _scipy_call2(_name, f"__pyx_fuse_1{_name}")
-    _of_order(getattr(sp, _name), _call, f"scipy.special.{_name}", _float32_result)
-    _of_order(getattr(rt, _name), _call, f"srctrans.runtime.{_name}", _float32_result)  # (the helper: the same)
+    _call = _scipy_call(_name, f"__pyx_fuse_1{_name}", nargs=2)
+    _broadcast(getattr(sp, _name), _call, f"scipy.special.{_name}", "v, x", _float32_result)
+    _broadcast(getattr(rt, _name), _call, f"srctrans.runtime.{_name}", "v, x", _float32_result)  # (the helper: the same)
 
 
 # --- the functions of the error function, of the gamma function, and of two numbers (issue 20;
@@ -196,23 +191,23 @@ for _name, _capi in (
     _elementwise(getattr(sp, _name), _scipy_call(_name, _capi, False))
 
 
-def _float32_both(a, b) -> bool:
-    """SciPy's ufunc of two numbers (gammainc ...) gives float32 where both are float32, one an
-    array (a Python number beside a float32 array gives float64: these ufuncs do not follow NEP 50)."""
-    dtypes = [t.dtype if isinstance(t, types.Array) else t for t in (a, b)]
-    return any(isinstance(t, types.Array) for t in (a, b)) and all(d == types.float32 for d in dtypes)
+def _float32_both(*args) -> bool:
+    """SciPy's ufuncs of several numbers (gammainc, hyp2f1 ...) give float32 where all are float32,
+    one an array (a Python number beside a float32 array gives float64: these ufuncs do not follow NEP 50)."""
+    dtypes = [t.dtype if isinstance(t, types.Array) else t for t in args]
+    return any(isinstance(t, types.Array) for t in args) and all(d == types.float32 for d in dtypes)
 
 
 for _name, _capi in (
     ("gammainc", "gammainc"), ("gammaincc", "gammaincc"), ("betaln", "betaln"), ("xlog1py", "__pyx_fuse_1xlog1py"),
 ):
-    _of_order(getattr(sp, _name), _scipy_call2(_name, _capi), f"scipy.special.{_name}", _float32_both)
+    _broadcast(getattr(sp, _name), _scipy_call(_name, _capi, nargs=2), f"scipy.special.{_name}", "a, x", _float32_both)
 
 
-def _float32_weak(a, b) -> bool:
+def _float32_weak(*args) -> bool:
     """SciPy's ufuncs of two numbers that keep float32 beside a number (rel_entr, poch ...):
     float32 where every array is float32 and the rest are numbers."""
-    arrays = [t for t in (a, b) if isinstance(t, types.Array)]
+    arrays = [t for t in args if isinstance(t, types.Array)]
     return bool(arrays) and all(t.dtype == types.float32 for t in arrays)
 
 
@@ -225,57 +220,13 @@ for _name, _capi, _when in (
     ("rel_entr", "rel_entr", _float32_weak), ("kl_div", "kl_div", _float32_weak), ("poch", "poch", _float32_weak),
     ("boxcox", "boxcox", _float32_weak), ("boxcox1p", "boxcox1p", _float32_weak), ("owens_t", "owens_t", _float32_weak),
 ):
-    _of_order(getattr(sp, _name), _scipy_call2(_name, _capi), f"scipy.special.{_name}", _when)
-_of_order(rt.yn, _scipy_call2("yn", "__pyx_fuse_0yn"), "srctrans.runtime.yn", _float32_both)  # (yn's derivative's)
+    _broadcast(getattr(sp, _name), _scipy_call(_name, _capi, nargs=2), f"scipy.special.{_name}", "a, b", _when)
+_broadcast(rt.yn, _scipy_call("yn", "__pyx_fuse_0yn", nargs=2), "srctrans.runtime.yn", "n, x", _float32_both)  # (yn's derivative's)
 
 
-def _scipy_call3(name: str, capi_name: str):
-    """A jitted call of ``cython_special``'s ``double f(double, double, double, int skip_dispatch)``."""
-    address = get_cython_function_address("scipy.special.cython_special", capi_name)
-    symbol = f"srctrans.scipy.{name}"
-    ll.add_symbol(symbol, address)
-    double = llvm_ir.DoubleType()
-
-    def codegen(context, builder, signature, args):
-        fnty = llvm_ir.FunctionType(double, [double, double, double, llvm_ir.IntType(32)])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
-        fn.attributes.add("nounwind")
-        return builder.call(fn, [*args, llvm_ir.Constant(llvm_ir.IntType(32), 0)])
-
-    @intrinsic
-    def call(typingctx, a, b, x):
-        return types.float64(types.float64, types.float64, types.float64), codegen
-
-    return call
-
-
-def _of_three(fn, call, fname: str) -> None:
-    """Register ``fn(a, b, x)`` (SciPy's ufunc of three numbers with a float32 loop: float32
-    where every array is float32, beside numbers) on numbers and broadcast arrays."""
-
-    @overload(fn)
-    def _ov(a, b, x):
-        for name, t in (("a", a), ("b", b), ("x", x)):
-            _real_or_array(t, fname, name)
-        arrays = [t for t in (a, b, x) if isinstance(t, types.Array)]
-        if not arrays:
-            return lambda a, b, x: call(np.float64(a), np.float64(b), np.float64(x))
-        out_dt = np.float32 if all(t.dtype == types.float32 for t in arrays) else np.float64
-
-        def impl(a, b, x):
-            shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(x))
-            ab, bb, xb = np.broadcast_to(a, shape), np.broadcast_to(b, shape), np.broadcast_to(x, shape)
-            out = np.empty(shape, out_dt)
-            for at in np.ndindex(shape):
-                out[at] = call(np.float64(ab[at]), np.float64(bb[at]), np.float64(xb[at]))
-            return out
-
-        return impl
-
-
-_of_three(sp.betainc, _scipy_call3("betainc", "__pyx_fuse_0betainc"), "scipy.special.betainc")
-_of_three(sp.hyp1f1, _scipy_call3("hyp1f1", "__pyx_fuse_1hyp1f1"), "scipy.special.hyp1f1")
-_of_three(rt.hyp1f1, _scipy_call3("hyp1f1", "__pyx_fuse_1hyp1f1"), "srctrans.runtime.hyp1f1")  # (its derivative's)
+_broadcast(sp.betainc, _scipy_call("betainc", "__pyx_fuse_0betainc", nargs=3), "scipy.special.betainc", "a, b, x", _float32_weak)
+_broadcast(sp.hyp1f1, _scipy_call("hyp1f1", "__pyx_fuse_1hyp1f1", nargs=3), "scipy.special.hyp1f1", "a, b, x", _float32_weak)
+_broadcast(rt.hyp1f1, _scipy_call("hyp1f1", "__pyx_fuse_1hyp1f1", nargs=3), "srctrans.runtime.hyp1f1", "a, b, x", _float32_weak)  # (its derivative's)
 
 
 # --- xlogy, softmax ---
@@ -615,5 +566,308 @@ def _ov_lu_grad(g, a, ans, permute_l=False):
     def impl(g, a, ans, permute_l=False):
         p, low, up = ans
         return _lu_adjoint(np.asarray(g[1]), np.asarray(g[2]), p, low, up)
+
+    return impl
+
+
+# --- the last functions with rules (issue 20): sici and fresnel (pairs of results), hyp2f1 (four
+# numbers), Hurwitz's zeta and what SciPy writes with it (polygamma), multigammaln, factorial,
+# log_softmax; numpy.i0 (SciPy's C i0 is the Cephes algorithm NumPy's float64 i0 follows: the
+# same numbers, bit for bit; float32 is computed in float64 and rounded, where NumPy computes in
+# float32, so the last bit may differ)
+
+
+def _scipy_pair(name: str, capi_name: str):
+    """A jitted call of ``cython_special``'s ``void f(double, double *, double *)``: a pair of floats."""
+    address = get_cython_function_address("scipy.special.cython_special", capi_name)
+    symbol = f"srctrans.scipy.{name}"
+    ll.add_symbol(symbol, address)
+    double = llvm_ir.DoubleType()
+
+    def codegen(context, builder, signature, args):
+        fnty = llvm_ir.FunctionType(llvm_ir.VoidType(), [double, double.as_pointer(), double.as_pointer()])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+        fn.attributes.add("nounwind")
+        first, second = cgutils.alloca_once(builder, double), cgutils.alloca_once(builder, double)
+        builder.call(fn, [args[0], first, second])
+        return context.make_tuple(builder, signature.return_type, [builder.load(first), builder.load(second)])
+
+    return _intrinsic(1, types.UniTuple(types.float64, 2)(types.float64), codegen)
+
+
+def _pair(fn, call) -> None:
+    """Register ``fn`` (a SciPy ufunc of one real number with two results) on numbers and arrays:
+    a pair of numbers or of arrays, float32 for float32 (computed in float64, as SciPy's loop)."""
+    fname = f"scipy.special.{fn.__name__}"
+
+    @overload(fn)
+    def _ov(x):
+        _real_or_array(x, fname, "x")
+        dtype = x.dtype if isinstance(x, types.Array) else x
+        dt = np.float32 if dtype == types.float32 else np.float64
+        if not isinstance(x, types.Array):
+
+            def number(x):
+                first, second = call(np.float64(x))
+                return dt(first), dt(second)
+
+            return number
+
+        def array(x):
+            first, second = np.empty(x.shape, dt), np.empty(x.shape, dt)
+            first_flat, second_flat = first.reshape(first.size), second.reshape(second.size)
+            i = 0
+            for v in x.flat:
+                first_flat[i], second_flat[i] = call(np.float64(v))
+                i += 1
+            return first, second
+
+        return array
+
+
+def _map_floats(scalar, dt):
+    """A jitted ``x -> scalar(x)`` of each element of the array ``x`` (as a float64), an array of dtype ``dt``."""
+
+    def each(x):
+        out = np.empty(x.shape, dt)
+        flat = out.reshape(out.size)
+        i = 0
+        for v in x.flat:
+            flat[i] = scalar(np.float64(v))
+            i += 1
+        return out
+
+    return register_jitable(each)
+
+
+_pair(sp.sici, _scipy_pair("sici", "__pyx_fuse_1sici"))
+_pair(sp.fresnel, _scipy_pair("fresnel", "__pyx_fuse_1fresnel"))
+
+_hyp2f1 = _scipy_call("hyp2f1", "__pyx_fuse_1hyp2f1", nargs=4)
+_broadcast(sp.hyp2f1, _hyp2f1, "scipy.special.hyp2f1", "a, b, c, z", _float32_both)
+_broadcast(rt.hyp2f1, _hyp2f1, "srctrans.runtime.hyp2f1", "a, b, c, z", _float32_both)  # (its derivative's)
+
+_i0 = _scipy_call("i0", "i0")
+
+
+@overload(np.i0)
+def _ov_i0(x):
+    _real_or_array(x, "numpy.i0", "x")
+    if not isinstance(x, types.Array):
+        return lambda x: _i0(np.float64(x)) if x == x else np.nan  # (a number: a float, not a 0-d array)
+    each = _map_floats(_i0, np.float32 if x.dtype == types.float32 else np.float64)
+    return lambda x: each(x)
+
+
+# the (2j)! / B_2j of the Euler-Maclaurin sum below (B_2j: Bernoulli's numbers), from the recurrence
+# sum over k < m of C(m + 1, k) B_k = -(m + 1) B_m
+def _bernoulli_ratios(count: int) -> tuple[float, ...]:
+    from fractions import Fraction
+    from math import comb, factorial
+
+    b = [Fraction(1)]
+    for m in range(1, 2 * count + 1):
+        b.append(-sum(comb(m + 1, k) * b[k] for k in range(m)) / (m + 1))
+    return tuple(float(factorial(2 * j) / b[2 * j]) for j in range(1, count + 1))
+
+
+_EULER_MACLAURIN = _bernoulli_ratios(12)
+_EPSILON = float(np.finfo(np.float64).eps)
+
+
+@register_jitable
+def _zeta_sum(s, q):
+    """The sum over k >= 0 of (k + q) ** -s (for any s but 1): the terms are summed until
+    q + k > 9 (and at least nine of them), then Euler-Maclaurin's tail closes the sum."""
+    total = q**-s
+    a = q
+    term = 0.0
+    k = 0
+    while k < 9 or a <= 9.0:
+        k += 1
+        a += 1.0
+        term = a**-s
+        total += term
+        if abs(term) <= _EPSILON * abs(total):
+            return total
+    total += term * a / (s - 1.0) - 0.5 * term
+    rising = 1.0  # s (s + 1) ... (s + 2j - 2)
+    for j in range(len(_EULER_MACLAURIN)):
+        rising *= s + 2.0 * j
+        term /= a
+        tail = rising * term / _EULER_MACLAURIN[j]
+        total += tail
+        if abs(tail) <= _EPSILON * abs(total):
+            break
+        rising *= s + 2.0 * j + 1.0
+        term /= a
+    return total
+
+
+@register_jitable
+def _hurwitz_zeta1(s, q):
+    """Hurwitz's zeta as SciPy's zeta(s, q): inf at s = 1 and at the poles q = 0, -1, -2 ...;
+    NaN for s < 1, and for q < 0 with s not an integer."""
+    s, q = float(s), float(q)
+    if np.isnan(s) or np.isnan(q):
+        return np.nan
+    if s == 1.0:
+        return np.inf
+    if s < 1.0:
+        return np.nan
+    if q <= 0.0:
+        if q == np.floor(q):
+            return np.inf
+        if s != np.floor(s):
+            return np.nan
+    return _zeta_sum(s, q)
+
+
+_sin_pi = register_jitable(lambda x: math.sin(np.pi * (x - 2.0 * np.floor(0.5 * x))))  # (x reduced mod 2)
+
+
+@register_jitable
+def _riemann_zeta1(s):
+    """Riemann's zeta (SciPy's zeta(s) without q): the sum at q = 1 for s >= 0, the functional
+    equation zeta(s) = 2^s pi^(s-1) sin(pi s / 2) Gamma(1 - s) zeta(1 - s) below 0."""
+    s = float(s)
+    if np.isnan(s):
+        return np.nan
+    if s == 1.0:
+        return np.inf
+    if s >= 0.0:
+        return _zeta_sum(s, 1.0)
+    if 0.5 * s == np.floor(0.5 * s):
+        return 0.0  # the trivial zeros
+    return 2.0**s * np.pi ** (s - 1.0) * _sin_pi(0.5 * s) * math.gamma(1.0 - s) * _zeta_sum(1.0 - s, 1.0)
+
+
+def _riemann_zeta(x):
+    """(what ``scipy.special.zeta(x)`` without ``q`` calls under jit: overloaded below)"""
+    raise NotImplementedError
+
+
+_broadcast(rt.zeta, _hurwitz_zeta1, "srctrans.runtime.zeta", "x, q", _float32_weak)
+_broadcast(_riemann_zeta, _riemann_zeta1, "scipy.special.zeta", "x", _float32_weak)
+
+
+@overload(sp.zeta)
+def _ov_zeta(x, q=None, out=None):
+    if not is_none(out):
+        raise TypingError("scipy.special.zeta: out= is not supported under jit")
+    if is_none(q):
+        return lambda x, q=None, out=None: _riemann_zeta(x)
+    return lambda x, q=None, out=None: rt.zeta(x, q)
+
+
+_gamma = _scipy_call("gamma", "__pyx_fuse_1gamma")
+_psi = _scipy_call("psi", "__pyx_fuse_1psi")
+_gammaln = _scipy_call("gammaln", "gammaln")
+
+
+@register_jitable
+def _polygamma_scipy1(n, x):
+    """scipy.special.polygamma(n, x): psi(x) for n = 0, else (-1)^(n+1) Gamma(n+1) zeta(n+1, x)
+    (NaN for an n that is not a natural number)."""
+    if n == 0.0:
+        return _psi(x)
+    if n < 0.0 or n != np.floor(n):
+        return np.nan
+    sign = 1.0 if n % 2.0 == 1.0 else -1.0
+    return sign * _gamma(n + 1.0) * _hurwitz_zeta1(n + 1.0, x)
+
+
+_broadcast(sp.polygamma, _polygamma_scipy1, "scipy.special.polygamma", "n, x", lambda n, x: False)
+
+
+@register_jitable
+def _multigammaln1(a, d):
+    """log of the multivariate gamma function, as SciPy sums it: d (d - 1) / 4 log(pi) plus the
+    gammaln(a - j / 2) for j < d, in order."""
+    if a <= 0.5 * (d - 1):
+        raise ValueError("scipy.special.multigammaln: condition a > 0.5 * (d - 1) not met")
+    total = _gammaln(a)
+    for j in range(1, d):
+        total += _gammaln(a - 0.5 * j)
+    return (d * (d - 1) * 0.25) * np.log(np.pi) + total
+
+
+@overload(sp.multigammaln)
+def _ov_multigammaln(a, d):
+    fname = "scipy.special.multigammaln"
+    _real_or_array(a, fname, "a")
+    if not isinstance(d, (types.Integer, types.Float)):
+        raise TypingError(f"{fname}: d must be a positive integer (the dimension), got {d}")
+
+    def dimension(d):
+        if np.floor(d) != d:
+            raise ValueError("scipy.special.multigammaln: d should be a positive integer (dimension)")
+        return int(d)
+
+    dimension = register_jitable(dimension)
+    if not isinstance(a, types.Array):
+        return lambda a, d: _multigammaln1(np.float64(a), dimension(d))
+
+    def impl(a, d):
+        dim = dimension(d)
+        out = np.empty(a.shape)
+        flat = out.reshape(out.size)
+        i = 0
+        for v in a.flat:
+            flat[i] = _multigammaln1(np.float64(v), dim)
+            i += 1
+        return out
+
+    return impl
+
+
+@register_jitable
+def _factorial1(n):
+    """scipy.special.factorial(n) (exact=False): Gamma(n + 1), 0 below 0, NaN kept."""
+    if n < 0.0:
+        return 0.0
+    if n == 0.0 or n == 1.0:
+        return 1.0
+    return _gamma(n + 1.0)
+
+
+@overload(sp.factorial)
+def _ov_factorial(n, exact=False, extend="zero"):
+    fname = "scipy.special.factorial"
+    dtype = n.dtype if isinstance(n, types.Array) else n
+    if not isinstance(dtype, (types.Integer, types.Float)):
+        raise TypingError(f"{fname}: under jit, n must be a real number or an array of them, got {n}")
+    if const_bool(exact, fname, "exact"):
+        raise TypingError(f"{fname}: exact=True (Python's integers) is not supported under jit")
+    if getattr(extend, "literal_value", getattr(extend, "value", extend)) != "zero":  # (omitted: the str itself)
+        raise TypingError(f"{fname}: only extend='zero' is supported under jit, got {extend}")
+    if not isinstance(n, types.Array):
+        return lambda n, exact=False, extend="zero": _factorial1(np.float64(n))
+    each = _map_floats(_factorial1, np.float64)
+    return lambda n, exact=False, extend="zero": each(n)
+
+
+@overload(sp.log_softmax)
+def _ov_log_softmax(x, axis=None):
+    fname = "scipy.special.log_softmax"
+    _real_or_array(x, fname, "x")
+    if not isinstance(x, types.Array):
+
+        def number(x, axis=None):
+            shift = x if np.isfinite(x) else 0.0
+            return (x - shift) - np.log(np.exp(x - shift))
+
+        return number
+    axis_kind(axis, fname)
+
+    def impl(x, axis=None):
+        # SciPy's steps: the finite maxima taken out, then the log of the sum of the exponentials
+        x_max = np.amax(x, axis=axis, keepdims=True)
+        flat = x_max.reshape(x_max.size)
+        for i in range(flat.size):
+            if not np.isfinite(flat[i]):
+                flat[i] = 0
+        tmp = x - x_max
+        return tmp - np.log(np.sum(np.exp(tmp), axis=axis, keepdims=True))
 
     return impl

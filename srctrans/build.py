@@ -32,13 +32,13 @@ from .normal_form import (
     desugared,
     entry_signature,
     module_functions,
+    names_used,
     normalize,
     numpy_name,
     resolve_unit,
     resolver,
     rewrite_numpy,
     static_text,
-    uses_name,
 )
 from .parse import ParsedFunction, parse_function
 from .passes.anf import anf
@@ -245,11 +245,12 @@ def build(cap: Captured, transform, static: dict[str, Any], dep_hash: str, path:
             raise nested.standins[id(unit.pf.captured.fn)]
     imports, literals, bound_notes, bound_meta, bound = [], [], [], {}, {}
     emitted = [u.node for u in units] + loops + adjoints
-    if any(uses_name(n, np_name) for n in emitted) and np_name not in namespace:
+    used = set().union(*map(names_used, emitted))  # (one walk of what is written)
+    if np_name in used and np_name not in namespace:
         imports.append("import numpy" if np_name == "numpy" else f"import numpy as {np_name}")
-    if any(uses_name(n, "rt") for n in emitted) and "rt" not in namespace:
+    if "rt" in used and "rt" not in namespace:
         imports.append("import srctrans.runtime as rt")
-    if any(uses_name(n, "math") for n in emitted) and "math" not in namespace:
+    if "math" in used and "math" not in namespace:
         imports.append("import math")
     seen: set[str] = set()
     for unit in every_unit:  # (a function not written may have a batched version that reads its names)
@@ -483,15 +484,15 @@ def _differentiate(
 
 def _called_units(entry, units: list, others: list) -> list:
     """The entry's unit and the units some emitted function calls, in order."""
-    reached = [entry.node, *others]
+    used = set().union(*map(names_used, [entry.node, *others]))
     kept = {id(entry)}
     grew = True
     while grew:
         grew = False
         for unit in units:
-            if id(unit) not in kept and any(uses_name(n, unit.emit_name) for n in reached):
+            if id(unit) not in kept and unit.emit_name in used:
                 kept.add(id(unit))
-                reached.append(unit.node)
+                used |= names_used(unit.node)
                 grew = True
     return [u for u in units if id(u) in kept]
 

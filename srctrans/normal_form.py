@@ -63,20 +63,19 @@ class _SelfAttrs(cst.CSTTransformer):
         return updated
 
 
-class _UsesName(cst.CSTVisitor):
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.found = False
+class _NamesUsed(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value == self.name:
-            self.found = True
+        self.names.add(node.value)
 
 
-def uses_name(node: cst.CSTNode, name: str) -> bool:
-    v = _UsesName(name)
+def names_used(node: cst.CSTNode) -> set[str]:
+    """Every name ``node`` mentions (read, written, called, as an attribute's base)."""
+    v = _NamesUsed()
     node.visit(v)
-    return v.found
+    return v.names
 
 
 def normalize(unit: Unit, node: cst.FunctionDef, namespace) -> cst.FunctionDef:

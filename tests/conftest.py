@@ -11,11 +11,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-# The suite compiles at LLVM's -O1, users at Numba's default -O3: it compiles some thousands of
-# functions, and at -O1 LLVM takes about 40% of the time. The numbers are the same (without
-# fastmath the optimizer may not reorder floating-point arithmetic); tests/test_opt_level.py
-# checks a gradient bit for bit at both levels. NUMBA_OPT=3 runs the suite as users compile.
-os.environ.setdefault("NUMBA_OPT", "1")
+from tests.compile_settings import use_suite_settings
+
+use_suite_settings()  # LLVM at -O1, machine code at -O0, unless NUMBA_OPT is set (see there)
 
 import pytest  # noqa: E402
 

@@ -1,5 +1,5 @@
-"""The suite compiles at LLVM's -O1 (tests/conftest.py); users compile at Numba's default -O3.
-The same generated files give the same numbers at both levels, to the bit."""
+"""The suite compiles at LLVM's -O1 with machine code at -O0 (tests/compile_settings.py); users
+compile at Numba's default -O3. The same generated files give the same numbers, to the bit."""
 
 from __future__ import annotations
 
@@ -22,6 +22,12 @@ def loss(w, x):
     return s + 0.5 * np.sum(w * w)
 '''
 
+SUITE = """
+from tests.compile_settings import fast_machine_code
+
+fast_machine_code()
+"""
+
 RUN = '''
 import json
 import numpy as np
@@ -39,12 +45,14 @@ print(json.dumps({"opt": numba.config.OPT, "value": float(value).hex(), "grad": 
 def test_a_gradient_is_the_same_at_O1_and_O3(tmp_path, python):
     (tmp_path / "opt_user.py").write_text(USER)
     results = {}
-    for level in ("1", "3"):
-        done = python(RUN, tmp_path, env={"NUMBA_OPT": level, "SRCTRANS_CACHE_DIR": str(tmp_path / f"cache{level}")})
+    for name, level, prelude in (("1", "1", ""), ("suite", "1", SUITE), ("3", "3", "")):
+        env = {"NUMBA_OPT": level, "SRCTRANS_CACHE_DIR": str(tmp_path / f"cache_{name}")}
+        done = python(prelude + RUN, tmp_path, env=env)
         assert done.returncode == 0, done.stderr
         out = json.loads(done.stdout.strip().splitlines()[-1])
         assert str(out["opt"]) == level
-        results[level] = out
-    assert results["1"]["value"] == results["3"]["value"]
-    assert results["1"]["grad"] == results["3"]["grad"]
+        results[name] = out
+    for name in ("1", "suite"):
+        assert results[name]["value"] == results["3"]["value"], name
+        assert results[name]["grad"] == results["3"]["grad"], name
     assert np.isfinite(float.fromhex(results["3"]["value"]))

@@ -8,6 +8,7 @@ names that never collide with the user's (``t1``, ``t2``; ``x_bar``, ``x_bar_1``
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import libcst as cst
@@ -88,7 +89,24 @@ def params_of(node: cst.FunctionDef | cst.Lambda) -> tuple[str, ...]:
 
 
 def scan(node: cst.FunctionDef | cst.Lambda) -> Names:
-    """Parameters, local names and free names of a function node."""
+    """Parameters, local names and free names of a function node (nodes do not change: the
+    recent ones are scanned once; libcst's nodes take no weak references, so the memo holds
+    the last few hundred)."""
+    held = _SCANNED.get(id(node))
+    if held is not None and held[0] is node:
+        _SCANNED.move_to_end(id(node))
+        return held[1]
+    names = _scan(node)
+    _SCANNED[id(node)] = (node, names)
+    if len(_SCANNED) > 512:
+        _SCANNED.popitem(last=False)
+    return names
+
+
+_SCANNED: OrderedDict[int, tuple[cst.CSTNode, Names]] = OrderedDict()
+
+
+def _scan(node: cst.FunctionDef | cst.Lambda) -> Names:
     v = _Scan()
     node.body.visit(v)  # (not the defaults: their values are the function object's, bound at ``def``)
     params = params_of(node)

@@ -76,6 +76,26 @@ def _typing_line(tb, path: str) -> int | None:
     return line
 
 
+def _known_gap(path: str, line: int | None, summary: str) -> str:
+    """What numba_backend.coverage says of the functions the generated line calls that do not
+    compile (and of those that do in some forms only, which Numba's ``summary`` names): lines
+    to add to Numba's own message, or ''."""
+    from .coverage import NOT_COMPILED, PARTLY
+
+    try:
+        text = Path(path).read_text().splitlines()[line - 1] if line else ""
+    except (OSError, IndexError):
+        return ""
+    notes = []
+    for name in dict.fromkeys(re.findall(r"\b((?:np|numpy|scipy)(?:\.\w+)+)\s*\(", text)):
+        key = re.sub(r"^np\.", "numpy.", name)
+        if key in NOT_COMPILED:
+            notes.append(f"srctrans: {key} does not compile under jit: {NOT_COMPILED[key]} (grad, jvp and vjp work without jit)")
+        elif key in PARTLY and re.search(rf"\b{key.rsplit('.', 1)[1]}\b", summary):
+            notes.append(f"srctrans: {key} compiles under jit except with {PARTLY[key]}")
+    return "".join(f"\n{n}".replace("``", "") for n in notes)
+
+
 def _summary(message: str) -> str:
     """The first lines of a Numba error, before its own source excerpts and candidate lists."""
     keep = []
@@ -125,7 +145,10 @@ def _translate(err: Exception, path: str) -> None:
     """Raise a :class:`GeneratedCodeError` for Numba's ``err`` when it names a line of ``path``."""
     if isinstance(err, (numba_errors.NumbaError, NotImplementedError)):  # (Numba's lowering raises the latter)
         message = str(err)
-        raise GeneratedCodeError(_summary(message), path, _locate(message, path), _ANSI.sub("", message)) from None
+        line = _locate(message, path)
+        summary = _summary(message)
+        summary += _known_gap(path, line, summary)
+        raise GeneratedCodeError(summary, path, line, _ANSI.sub("", message)) from None
     # Numba's typing tripped on a call it half supports (``h.view()`` meets ``dtype, = args``;
     # ``astype(..., copy=False)`` meets ``assert not kws``): a plain Python error from inside
     # Numba, which names no line; the typing step it came from knows which line of the generated

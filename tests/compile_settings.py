@@ -25,7 +25,10 @@ def use_suite_settings() -> None:
 def fast_machine_code() -> None:
     """Numba's JIT target machine at -O0 (the optimizer's level is ``NUMBA_OPT``'s). Before the
     first compile: Numba creates its target machine once."""
-    from numba.core import codegen
+    try:
+        from numba.core import codegen
+    except ImportError:  # (no Numba: nothing compiles)
+        return
 
     options_of = codegen.JITCPUCodegen._customize_tm_options
 

@@ -342,6 +342,48 @@ def _matmul_emit(site: Site) -> str:
     return f"{a.text} @ {b.text}"  # a batched: (n, k) @ (k[, m]) and (n, p, k) @ (k[, m])
 
 
+def stacked(rank_change: int = 0) -> BatchRule:
+    """NumPy's linear algebra on stacks of matrices (``np.linalg.inv(a)``, ``a`` of shape ``(..., n, n)``):
+    the batch axis, in front, is one more axis of the stack. The other arguments stay unbatched;
+    ``rank_change`` is what the function does to the number of axes (``det``: -2)."""
+
+    def infer(site: Site) -> Info:
+        _unbatched_keywords(site)
+        a = site.args[0]
+        if any(x.batched for x in site.args[1:]):
+            raise Unbatchable("a batched argument other than the matrices")
+        if a.rank is not None and a.rank < 2:
+            raise Unbatchable("not a matrix")
+        return Info(a.batched, None if a.rank is None else a.rank + rank_change)
+
+    return BatchRule("stacked", infer, lambda site: site.write())
+
+
+def _solve_infer(site: Site) -> Info:
+    _unbatched_keywords(site)
+    a, b = site.args
+    ra, rb = _need_ranks(site, [a, b])
+    if ra != 2 or rb not in (1, 2):
+        raise Unbatchable("np.linalg.solve of a stack of matrices")  # (one matrix per example only)
+    if b.batched and not a.batched and rb == 2:
+        raise Unbatchable("one matrix a and a batch of matrices b")
+    return Info(a.batched or b.batched, rb)
+
+
+def _solve_emit(site: Site) -> str:
+    """``np.linalg.solve(a, b)`` for one matrix ``a`` per example: a batch of matrices with ``b``
+    one vector or matrix for all, or a batch of them; one ``a`` for a batch of vectors ``b``
+    solves for them all as the columns of one matrix."""
+    a, b = site.args
+    if not b.batched:
+        return site.write()
+    if b.rank == 1 and a.batched:  # (n, k, k) and (n, k): the vectors as matrices of one column
+        return f"{site.np}.linalg.solve({a.text}, {b.text}[:, :, None])[:, :, 0]"
+    if b.rank == 1:
+        return f"{site.np}.linalg.solve({a.text}, {site.np}.transpose({b.text})).T"
+    return site.write()
+
+
 def _outer_emit(site: Site) -> str:
     a, b = site.args
     if not (a.batched or b.batched):
@@ -906,6 +948,17 @@ BATCHING.update({
     "numpy.nanstd": reduction(),
     "numpy.real_if_close": elementwise(),  # (its tol=: unbatched)
     "numpy.angle": elementwise(),
+})
+
+# --- linear algebra on stacks of matrices (issue 24: one call for the whole batch, not a loop)
+BATCHING.update({
+    "numpy.linalg.inv": stacked(),
+    "numpy.linalg.det": stacked(-2),
+    "numpy.linalg.cholesky": stacked(),
+    "numpy.linalg.matrix_power": stacked(),
+    "numpy.linalg.solve": custom(_solve_infer, _solve_emit),
+    "scipy.linalg.expm": stacked(),
+    "srctrans.runtime.expm": stacked(),
 })
 
 # --- scipy.special's functions of numbers (issue 20): ufuncs, elementwise in every argument (orders

@@ -8,6 +8,7 @@ rule may see batched (the others are tested unbatched only).
 import math
 
 import numpy as np
+import scipy.linalg
 import scipy.special as sp
 
 import srctrans
@@ -686,3 +687,41 @@ for _name, _n in {"jv": 2, "yv": 2, "iv": 2, "ive": 2, "kv": 2, "kve": 2, "gamma
 SPECS.append(("srctrans.runtime.zeta", _nary(rt.zeta, 2), [mat(2, 3, 1.5, 3.0), vec(3)], None))
 SPECS.append(("srctrans.runtime.polygamma", _rt_polygamma3, [mat(2, 3)], None))
 SPECS.append(("srctrans.runtime.yn", _rt_yn2, [mat(2, 3)], None))
+
+
+# --- linear algebra on stacks of matrices: well-conditioned (diagonally dominant) and positive
+# definite examples
+
+
+def square(n=3):
+    return lambda r: r.uniform(-0.5, 0.5, (n, n)) + 2.0 * np.eye(n)
+
+
+def spd(n=3):
+    def make(r):
+        m = r.uniform(-0.5, 0.5, (n, n))
+        return m @ m.T + np.eye(n)
+
+    return make
+
+
+def _matrix_cube(a):
+    return np.linalg.matrix_power(a, 3)
+
+
+def _det_of_stack(a):
+    return np.linalg.det(a)
+
+
+SPECS += [
+    ("numpy.linalg.inv", _unary(np.linalg.inv), [square()], None),
+    ("numpy.linalg.inv", _unary(np.linalg.inv), [lambda r: np.stack([square(2)(r), square(2)(r)])], None),
+    ("numpy.linalg.det", _unary(np.linalg.det), [square()], None),
+    ("numpy.linalg.det", _det_of_stack, [lambda r: np.stack([square(2)(r), square(2)(r)])], None),
+    ("numpy.linalg.cholesky", _unary(np.linalg.cholesky), [spd()], None),
+    ("numpy.linalg.matrix_power", _matrix_cube, [square()], None),
+    ("numpy.linalg.solve", _binary(np.linalg.solve), [square(), vec(3)], None),
+    ("numpy.linalg.solve", _binary(np.linalg.solve), [square(), mat(3, 2)], [True, False]),
+    ("scipy.linalg.expm", _unary(scipy.linalg.expm), [square()], None),
+    ("srctrans.runtime.expm", _unary(rt.expm), [square(2)], None),
+]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import srctrans
 from srctrans.rules.batching import BATCHING
@@ -59,3 +60,25 @@ def test_unbroadcast_to_arrays_compiled(i):
     for in_axes in [c for c in choices if set(c) <= {None, 0}] + [last]:
         if any(a is not None for a in in_axes):
             check(fn, makers, in_axes, 3, seed=11 * i, method="vectorize", compiled=True)
+
+
+def _linear_algebra(a, b, c):
+    x = np.linalg.solve(a, b) + np.linalg.solve(c, b)  # a batch of matrices a; one matrix c, all of b
+    return np.linalg.det(a) * np.sum(np.linalg.inv(a) @ x) + np.sum(scipy.linalg.expm(0.1 * a)) + np.sum(
+        np.linalg.cholesky(a @ a.T) @ np.linalg.matrix_power(a, 2)
+    )
+
+
+@pytest.mark.slow
+def test_linear_algebra_on_a_batch_compiles_as_one_call():
+    """The batching rules of np.linalg's functions on stacks (and scipy.linalg.expm) write one call
+    on the whole batch, which compiles (Numba's stack overloads) and equals the stacked examples."""
+    r = np.random.default_rng(5)
+    a = r.uniform(-0.5, 0.5, (4, 3, 3)) + 2.0 * np.eye(3)
+    b, c = r.normal(size=(4, 3)), r.uniform(-0.5, 0.5, (3, 3)) + 2.0 * np.eye(3)
+    want = np.array([_linear_algebra(a[k], b[k], c) for k in range(4)])
+    batched = srctrans.vmap(_linear_algebra, in_axes=(0, 0, None))
+    np.testing.assert_allclose(batched(a, b, c), want, rtol=1e-12)
+    body = batched.source().split("def ")[-1]
+    assert "for " not in body and "solve(a, b[:, :, None])[:, :, 0]" in body, body
+    np.testing.assert_allclose(srctrans.jit(batched)(a, b, c), want, rtol=1e-12)

@@ -191,6 +191,59 @@ def _diff_emit(site: Site) -> str:
     return site.write(args, {"axis": str(_shift(axis, rank))})
 
 
+def along(axes: tuple[tuple[str, int, Any], ...], rank_change: Callable[[Site], int] | None = None) -> BatchRule:
+    """A NumPy function acting along the example's axes ``axes`` (``(name, position, default)``; a
+    default of None: the axes flattened, which stays a loop): the same call on the batch, each
+    axis one further in (those counted from the end stay as they are). Only the first argument may be batched; ``rank_change`` is what the
+    function does to the number of axes (none when not given)."""
+
+    def infer(site: Site) -> Info:
+        _unbatched_keywords(site)
+        if any(a.batched for a in site.args[1:]):
+            raise Unbatchable("a batched argument other than the array")
+        for name, position, default in axes:
+            if _axis_value(site, name, position) is None and default is None:
+                raise Unbatchable(f"{name}=None (the axes flattened)")
+        x = site.args[0]
+        change = 0 if rank_change is None else rank_change(site)
+        return Info(x.batched, None if x.rank is None or change is None else x.rank + change)
+
+    def emit(site: Site) -> str:
+        x = site.args[0]
+        if not x.batched:
+            return site.write()
+        (rank,) = _need_ranks(site, [x])
+        args = [a.text for a in site.args]
+        kwargs = {k: v.text for k, v in site.kwargs.items()}
+        for name, position, default in axes:
+            value = _axis_value(site, name, position)
+            if value is None and default < 0 or isinstance(value, int) and value < 0:
+                continue  # (counted from the end: the same axis of the batch)
+            shifted = repr(_shift(default if value is None else value, rank))
+            if name not in site.kwargs and len(site.args) > position:
+                args[position] = shifted
+            else:
+                kwargs[name] = shifted
+        return site.write(args, kwargs)
+
+    return BatchRule("along", infer, emit)
+
+
+def _flipped(rule_axis: int) -> BatchRule:
+    """``np.flipud`` (axis 0) and ``np.fliplr`` (axis 1) as a reversed slice one axis further in."""
+
+    def emit(site: Site) -> str:
+        x = site.args[0]
+        return site.write() if not x.batched else f"{x.text}[{':, ' * (rule_axis + 1)}::-1]"
+
+    return custom(lambda site: Info(site.args[0].batched, site.args[0].rank), emit)
+
+
+def _take_rank(site: Site) -> int | None:
+    indices = site.args[1] if len(site.args) > 1 else site.kwargs.get("indices")
+    return None if indices is None or indices.rank is None else indices.rank - 1
+
+
 # --- elementwise ---------------------------------------------------------------------------
 
 
@@ -948,6 +1001,25 @@ BATCHING.update({
     "numpy.nanstd": reduction(),
     "numpy.real_if_close": elementwise(),  # (its tol=: unbatched)
     "numpy.angle": elementwise(),
+})
+
+# --- functions along axes (issue 24: one call for the whole batch, not a loop)
+BATCHING.update({
+    "numpy.swapaxes": along((("axis1", 1, None), ("axis2", 2, None))),
+    "numpy.moveaxis": along((("source", 1, None), ("destination", 2, None))),
+    "numpy.roll": along((("axis", 2, None),)),
+    "numpy.sort": along((("axis", 1, -1),)),
+    "numpy.argsort": along((("axis", 1, -1),)),
+    "numpy.repeat": along((("axis", 2, None),)),
+    "numpy.take": along((("axis", 2, None),), _take_rank),
+    "numpy.diagonal": along((("axis1", 2, 0), ("axis2", 3, 1)), lambda site: -1),
+    "numpy.flipud": _flipped(0),
+    "numpy.fliplr": _flipped(1),
+    "numpy.round": elementwise(),  # (decimals: unbatched)
+    "numpy.full_like": like(),
+    "numpy.ascontiguousarray": like(),
+    "math.erf": elementwise("rt.erf"),  # (a batch of numbers is an array: the functions of arrays)
+    "math.lgamma": elementwise("rt.gammaln"),
 })
 
 # --- linear algebra on stacks of matrices (issue 24: one call for the whole batch, not a loop)

@@ -725,3 +725,90 @@ SPECS += [
     ("scipy.linalg.expm", _unary(scipy.linalg.expm), [square()], None),
     ("srctrans.runtime.expm", _unary(rt.expm), [square(2)], None),
 ]
+
+
+# --- functions along axes
+
+
+def _cube(shape=(2, 3, 2)):
+    return lambda r: r.uniform(0.2, 0.9, shape)
+
+
+def _swap01(x):
+    return np.swapaxes(x, 0, 1)
+
+
+def _swap_from_end(x):
+    return np.swapaxes(x, -1, 0)
+
+
+def _move(x):
+    return np.moveaxis(x, 0, -1)
+
+
+def _move_tuple(x):
+    return np.moveaxis(x, (0, 1), (2, 0))
+
+
+def _roll0(x):
+    return np.roll(x, 1, axis=0)
+
+
+def _sort0(x):
+    return np.sort(x, axis=0)
+
+
+def _argsort0(x):
+    return np.argsort(x, axis=0, kind="stable")
+
+
+def _repeat1(x):
+    return np.repeat(x, 2, axis=1)
+
+
+def _take1(x):
+    return np.take(x, [0, 2], axis=1)
+
+
+def _take_one(x):
+    return np.take(x, 1, axis=0)
+
+
+def _diagonal(x):
+    return np.diagonal(x)
+
+
+def _diagonal_of_planes(x):
+    return np.diagonal(x, 1, 1, 2)
+
+
+def _round2(x):
+    return np.round(x, 2)
+
+
+def _full_like(x):
+    return np.full_like(x, 2.0)
+
+
+SPECS += [
+    ("numpy.swapaxes", _swap01, [mat(2, 3)], None),
+    ("numpy.swapaxes", _swap_from_end, [_cube()], None),
+    ("numpy.moveaxis", _move, [_cube()], None),
+    ("numpy.moveaxis", _move_tuple, [_cube()], None),
+    ("numpy.roll", _roll0, [mat(3, 2)], None),
+    ("numpy.sort", _unary(np.sort), [mat(2, 3)], None),
+    ("numpy.sort", _sort0, [mat(3, 2)], None),
+    ("numpy.argsort", _argsort0, [mat(3, 2)], None),
+    ("numpy.repeat", _repeat1, [mat(2, 3)], None),
+    ("numpy.take", _take1, [mat(2, 3)], None),
+    ("numpy.take", _take_one, [mat(2, 3)], None),
+    ("numpy.diagonal", _diagonal, [mat(3, 3)], None),
+    ("numpy.diagonal", _diagonal_of_planes, [_cube((2, 3, 3))], None),
+    ("numpy.flipud", _unary(np.flipud), [mat(2, 3)], None),
+    ("numpy.fliplr", _unary(np.fliplr), [mat(2, 3)], None),
+    ("numpy.round", _round2, [mat(2, 3)], None),
+    ("numpy.full_like", _full_like, [mat(2, 3)], None),
+    ("numpy.ascontiguousarray", _unary(np.ascontiguousarray), [mat(2, 3)], None),
+    ("math.erf", _unary(math.erf), [num()], None),
+    ("math.lgamma", _unary(math.lgamma), [num(1.5, 3.0)], None),
+]

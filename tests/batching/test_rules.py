@@ -7,6 +7,8 @@ must not fall back to the loop), and a moved out_axes.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -82,3 +84,21 @@ def test_linear_algebra_on_a_batch_compiles_as_one_call():
     body = batched.source().split("def ")[-1]
     assert "for " not in body and "solve(a, b[:, :, None])[:, :, 0]" in body, body
     np.testing.assert_allclose(srctrans.jit(batched)(a, b, c), want, rtol=1e-12)
+
+
+def _along_axes(x, s):
+    y = np.swapaxes(x, 0, 1) + np.moveaxis(x, 0, 1) + np.roll(np.fliplr(np.flipud(x)), 1, axis=0).T
+    z = np.sort(x, axis=0) + np.take(x, [0, 2, 1], axis=1) + np.round(np.full_like(x, 0.25), 1)
+    w = np.repeat(np.diagonal(x), 2, axis=0)
+    return np.sum(y) + np.sum(np.ascontiguousarray(z)) * math.erf(s) + np.sum(w) * math.lgamma(2.0 + s) + np.sum(np.argsort(x, axis=0))
+
+
+@pytest.mark.slow
+def test_functions_along_axes_on_a_batch_compile():
+    r = np.random.default_rng(6)
+    x, s = r.normal(size=(4, 3, 3)), r.uniform(0.2, 0.9, 4)
+    want = np.array([_along_axes(x[k], s[k]) for k in range(4)])
+    batched = srctrans.vmap(_along_axes)
+    np.testing.assert_allclose(batched(x, s), want, rtol=1e-12)
+    assert "for " not in batched.source().split("def ")[-1]
+    np.testing.assert_allclose(srctrans.jit(batched)(x, s), want, rtol=1e-12)

@@ -1015,6 +1015,9 @@ BATCHING.update({
     "numpy.diagonal": along((("axis1", 2, 0), ("axis2", 3, 1)), lambda site: -1),
     "numpy.flipud": _flipped(0),
     "numpy.fliplr": _flipped(1),
+    "numpy.tril": stacked(),  # (the last two axes; k: unbatched)
+    "numpy.triu": stacked(),
+    "numpy.cross": elementwise(),  # (3-vectors along the last axis, broadcast over the others)
     "numpy.round": elementwise(),  # (decimals: unbatched)
     "numpy.full_like": like(),
     "numpy.ascontiguousarray": like(),

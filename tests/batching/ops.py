@@ -782,6 +782,10 @@ def _diagonal_of_planes(x):
     return np.diagonal(x, 1, 1, 2)
 
 
+def _triu1(x):
+    return np.triu(x, 1)
+
+
 def _round2(x):
     return np.round(x, 2)
 
@@ -807,6 +811,10 @@ SPECS += [
     ("numpy.flipud", _unary(np.flipud), [mat(2, 3)], None),
     ("numpy.fliplr", _unary(np.fliplr), [mat(2, 3)], None),
     ("numpy.round", _round2, [mat(2, 3)], None),
+    ("numpy.tril", _unary(np.tril), [mat(3, 3)], None),
+    ("numpy.triu", _triu1, [_cube((2, 3, 3))], None),
+    ("numpy.cross", _binary(np.cross), [vec(3), vec(3)], None),
+    ("numpy.cross", _binary(np.cross), [vec(3), mat(2, 3)], None),
     ("numpy.full_like", _full_like, [mat(2, 3)], None),
     ("numpy.ascontiguousarray", _unary(np.ascontiguousarray), [mat(2, 3)], None),
     ("math.erf", _unary(math.erf), [num()], None),

@@ -89,7 +89,7 @@ def test_linear_algebra_on_a_batch_compiles_as_one_call():
 def _along_axes(x, s):
     y = np.swapaxes(x, 0, 1) + np.moveaxis(x, 0, 1) + np.roll(np.fliplr(np.flipud(x)), 1, axis=0).T
     z = np.sort(x, axis=0) + np.take(x, [0, 2, 1], axis=1) + np.round(np.full_like(x, 0.25), 1)
-    w = np.repeat(np.diagonal(x), 2, axis=0)
+    w = np.repeat(np.diagonal(np.tril(x) + np.triu(x, 1)), 2, axis=0) * np.sum(np.cross(x, x[0] + 1.0))
     return np.sum(y) + np.sum(np.ascontiguousarray(z)) * math.erf(s) + np.sum(w) * math.lgamma(2.0 + s) + np.sum(np.argsort(x, axis=0))
 
 

@@ -259,7 +259,8 @@ _NEEDS = {
         r"\b(sum|prod|mean|std|var|max|amax|min|amin|all|any|argmax|argmin|norm|einsum|tensordot|"
         r"squeeze|tile|stack|concatenate|hstack|vstack|array|at|matmul|dot|repeat|diff|roll|diagonal|pad|"
         r"cholesky|atleast_1d|atleast_2d|atleast_3d|nansum|nanmean|nanmax|nanmin|median|rot90|rollaxis|"
-        r"column_stack|multi_dot|fix|frexp|full|cumprod|lstsq|sort|argsort|real_if_close|gradient|select)\b|@|=\s*\["  # (=\s*\[: a list, which may index an array)
+        r"column_stack|multi_dot|fix|frexp|full|cumprod|lstsq|sort|argsort|real_if_close|gradient|select|"
+        r"inv|det|slogdet|solve|matrix_power|inner)\b|@|=\s*\["  # (=\s*\[: a list, which may index an array)
     ),
     "runtime_overloads": re.compile(r"\bsrctrans\.runtime\b|\brt\.|\bstop_gradient\b"),
     "random_overloads": re.compile(r"\brandom\b"),

@@ -719,3 +719,20 @@ def test_dot_with_a_number_and_with_stacks():
         for got, w in zip(f(a, m, v, s), want):
             assert got.shape == w.shape and got.dtype == w.dtype, (got.dtype, w.dtype)  # NumPy's strong promotion
             np.testing.assert_allclose(got, w, rtol=1e-12)
+
+
+def test_a_generated_file_calling_an_overloaded_numpy_function_imports_its_module():
+    """numba_backend.cpu imports numba_backend.overloads for a generated file whose text names one
+    of its functions; a name missing there left Numba's own implementation in place in a fresh
+    process (np.linalg.matrix_power typed as optional, which the adjoint helpers refuse)."""
+    import re
+    from pathlib import Path
+
+    import numba_backend.overloads as module
+    from numba_backend.cpu import _NEEDS
+
+    text = Path(module.__file__).read_text()
+    targets = re.findall(r"@overload(?:_method)?\((np(?:\.linalg)?\.\w+)\)", text)
+    assert len(targets) > 30
+    missing = [t for t in targets if not _NEEDS["overloads"].search(f"y = {t}(x)")]
+    assert not missing, missing

@@ -202,7 +202,8 @@ def along(axes: tuple[tuple[str, int, Any], ...], rank_change: Callable[[Site], 
         if any(a.batched for a in site.args[1:]):
             raise Unbatchable("a batched argument other than the array")
         for name, position, default in axes:
-            if _axis_value(site, name, position) is None and default is None:
+            given = name in site.kwargs or len(site.args) > position
+            if _axis_value(site, name, position) is None and (default is None or given):
                 raise Unbatchable(f"{name}=None (the axes flattened)")
         x = site.args[0]
         change = 0 if rank_change is None else rank_change(site)
@@ -237,6 +238,13 @@ def _flipped(rule_axis: int) -> BatchRule:
         return site.write() if not x.batched else f"{x.text}[{':, ' * (rule_axis + 1)}::-1]"
 
     return custom(lambda site: Info(site.args[0].batched, site.args[0].rank), emit)
+
+
+def _cross_infer(site: Site) -> Info:
+    """``np.cross(a, b)`` along the last axes, elementwise in the others (axisa=, axis= ...: refused)."""
+    if site.kwargs or len(site.args) > 2:
+        raise Unbatchable("np.cross along other axes than the last")
+    return elementwise().infer(site)
 
 
 def _take_rank(site: Site) -> int | None:
@@ -318,10 +326,16 @@ def creation(rank: Callable[[Site], int | None]) -> BatchRule:
     return BatchRule("creation", infer, lambda site: site.write())
 
 
-def like() -> BatchRule:
+def like(shape_at: int | None = None) -> BatchRule:
+    """A function of an array with its shape (``np.zeros_like``); ``shape_at``: the position of
+    a ``shape=`` argument, which would give another shape (refused: it stays a loop)."""
+
     def infer(site: Site) -> Info:
         if any(a.batched for a in site.args[1:]) or any(v.batched for v in site.kwargs.values()):
             raise Unbatchable("a batched argument other than the array")
+        shape = site.kwargs.get("shape") or (site.args[shape_at] if shape_at is not None and len(site.args) > shape_at else None)
+        if shape is not None and shape.value is not None:
+            raise Unbatchable("shape= (another shape than the array's)")
         return Info(site.args[0].batched, site.args[0].rank)
 
     return BatchRule("like", infer, lambda site: site.write())
@@ -952,9 +966,9 @@ BATCHING: dict[str, BatchRule] = {
     "numpy.copy": like(),
     "ndarray.copy": like(),
     "ndarray.astype": like(),
-    "numpy.zeros_like": like(),
-    "numpy.ones_like": like(),
-    "numpy.empty_like": like(),
+    "numpy.zeros_like": like(4),
+    "numpy.ones_like": like(4),
+    "numpy.empty_like": like(4),
     # --- array creation (never batched) -----------------------------------------------
     "numpy.zeros": creation(_shape_rank),
     "numpy.ones": creation(_shape_rank),
@@ -1017,9 +1031,9 @@ BATCHING.update({
     "numpy.fliplr": _flipped(1),
     "numpy.tril": stacked(),  # (the last two axes; k: unbatched)
     "numpy.triu": stacked(),
-    "numpy.cross": elementwise(),  # (3-vectors along the last axis, broadcast over the others)
+    "numpy.cross": custom(_cross_infer, elementwise().emit),  # (3-vectors along the last axis, broadcast over the others)
     "numpy.round": elementwise(),  # (decimals: unbatched)
-    "numpy.full_like": like(),
+    "numpy.full_like": like(5),
     "numpy.ascontiguousarray": like(),
     "math.erf": elementwise("rt.erf"),  # (a batch of numbers is an array: the functions of arrays)
     "math.lgamma": elementwise("rt.gammaln"),

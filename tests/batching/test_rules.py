@@ -102,3 +102,32 @@ def test_functions_along_axes_on_a_batch_compile():
     np.testing.assert_allclose(batched(x, s), want, rtol=1e-12)
     assert "for " not in batched.source().split("def ")[-1]
     np.testing.assert_allclose(srctrans.jit(batched)(x, s), want, rtol=1e-12)
+
+
+def _sort_flat(x):
+    return np.sort(x, axis=None)
+
+
+def _argsort_flat(x):
+    return np.argsort(x, None)
+
+
+def _cross_first_axis(a):
+    return np.cross(a, a[::-1] + 1.0, axis=0)
+
+
+def _full_like_other_shape(x):
+    return np.full_like(x, 2.0, shape=(2,)) * np.sum(x)
+
+
+def _zeros_like_other_shape(x):
+    return np.zeros_like(x, float, "K", True, (2,)) + np.sum(x)
+
+
+@pytest.mark.parametrize("fn", [_sort_flat, _argsort_flat, _cross_first_axis, _full_like_other_shape, _zeros_like_other_shape])
+def test_forms_a_rule_does_not_cover_equal_the_stacked_examples(fn):
+    """axis=None flattens, cross along the first axis, shape= gives another shape: the rules refuse
+    these forms (the batch loops over the examples), never a batched call of another meaning."""
+    x = np.random.default_rng(8).normal(size=(4, 3, 3))
+    want = np.stack([fn(x[k]) for k in range(4)])
+    np.testing.assert_array_equal(srctrans.vmap(fn)(x), want)

@@ -33,13 +33,14 @@ from numba.core import errors as numba_errors
 from srctrans.cache import load_module
 from srctrans.errors import CacheWarning
 
-from . import compile_budget, flat_loops, memory, vector_math, weak_scalars
+from . import compile_budget, flat_loops, memory, shared_cache, vector_math, weak_scalars
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 memory.install()  # large arrays on huge pages, as NumPy does
 vector_math.install()  # SIMD exp/log/tanh/sin... from glibc's libmvec where it exists
 flat_loops.install()  # elementwise lines of generated files as one loop over memory
 weak_scalars.install()  # Python numbers take the array's dtype, as in NumPy 2 (NEP 50)
+shared_cache.install()  # helpers compiled once per machine, loaded by every later compile
 
 
 class GeneratedCodeError(Exception):

@@ -34,7 +34,7 @@ from ..cache import ORIGIN_RE
 from ..passes.fuse import assigned_once as _assigned_once
 from ..passes.fuse import children as _children
 from ..passes.fuse import inline_temporaries as _inline_temporaries
-from ..rules import object_named
+from ..rules import KeysById
 from ..rules.batching import BATCHING, NO_VALUE, BatchRule, Info, Operand, Site, Unbatchable, pad
 from ..rules.derivatives import OPERATORS
 from .tuples import split_displays
@@ -65,21 +65,12 @@ _COMPARISONS = {
     "Equal": ("numpy.equal", "=="), "NotEqual": ("numpy.not_equal", "!="),
 }
 
-_BY_ID: dict[int, str] | None = None
+_BY_ID = KeysById(BATCHING)
 
 
 def rule_key(obj: Any) -> str | None:
     """The batching table's key for a function object (aliases such as ``np.amax`` resolve alike)."""
-    global _BY_ID
-    if _BY_ID is None:
-        found: dict[int, str] = {}
-        for key in BATCHING:
-            if key.split(".")[0] in ("numpy", "scipy", "math", "builtins", "srctrans"):
-                target = object_named(key)
-                if target is not None:
-                    found.setdefault(id(target), key)
-        _BY_ID = found
-    return _BY_ID.get(id(obj))
+    return _BY_ID.table().get(id(obj))
 
 
 def _line_of(node: cst.CSTNode) -> int | None:

@@ -47,6 +47,64 @@ def object_named(key: str):
     return None
 
 
+_NOT_YET = object()  # (imported_object: the module holding the name is not imported yet)
+
+
+def imported_object(key: str):
+    """What :func:`object_named` gives, from the modules imported so far, never importing one
+    (looking a rule key up would import scipy.integrate and scipy.special for every program: a
+    third of a second): ``_NOT_YET`` while the module holding the name is not imported."""
+    import sys
+    import types
+
+    parts = key.split(".")
+    if parts[0] not in ("numpy", "math", "builtins", "srctrans", "scipy"):
+        return None
+    for cut in range(len(parts) - 1, 0, -1):
+        obj = sys.modules.get(".".join(parts[:cut]))
+        if obj is None:
+            continue
+        for part in parts[cut:]:
+            if isinstance(obj, types.ModuleType):  # (vars: a module's lazy __getattr__ would import)
+                if part not in vars(obj):
+                    return _NOT_YET
+                obj = vars(obj)[part]
+            else:
+                obj = getattr(obj, part, None)
+                if obj is None:
+                    return None
+        return obj
+    return _NOT_YET
+
+
+class KeysById:
+    """A table's keys by the identity of the objects they name (aliases such as ``np.amax``
+    resolve alike), of the modules imported so far: the user's code cannot hold a function of
+    a module not imported, and the keys of modules imported later are added when they are."""
+
+    def __init__(self, keys) -> None:
+        roots = ("numpy", "math", "builtins", "srctrans", "scipy")
+        self._pending = [(i, k) for i, k in enumerate(keys) if k.split(".")[0] in roots]
+        self._found: dict[int, str] = {}
+        self._order: dict[int, int] = {}  # of the key found for each object: the first in the table wins
+        self._modules = -1
+
+    def table(self) -> dict[int, str]:
+        import sys
+
+        if len(sys.modules) != self._modules:
+            self._modules = len(sys.modules)
+            waiting = []
+            for i, key in self._pending:
+                obj = imported_object(key)
+                if obj is _NOT_YET:
+                    waiting.append((i, key))
+                elif obj is not None and self._order.get(id(obj), i + 1) > i:
+                    self._found[id(obj)], self._order[id(obj)] = key, i
+            self._pending = waiting
+        return self._found
+
+
 _VMAP_FINGERPRINT: list[str] = []
 
 

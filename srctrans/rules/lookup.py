@@ -4,23 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import object_named
+from . import KeysById
 from .derivatives import DERIVATIVES
 
-_BY_ID: dict[int, str] | None = None
+_BY_ID = KeysById(DERIVATIVES)
 
 
 def rule_keys_by_id() -> dict[int, str]:
-    """The rule table's keys by the identity of the objects they name (aliases resolve alike)."""
-    global _BY_ID
-    if _BY_ID is None:
-        found: dict[int, str] = {}
-        for key in DERIVATIVES:
-            obj = object_named(key)
-            if obj is not None:
-                found.setdefault(id(obj), key)
-        _BY_ID = found
-    return _BY_ID
+    """The rule table's keys by the identity of the objects they name (aliases resolve alike),
+    of the modules imported so far."""
+    return _BY_ID.table()
 
 
 def qualified_name(obj: Any, fallback: str) -> str:

@@ -30,12 +30,13 @@ Where and how it is keyed:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from pathlib import Path
 
 from numba.core import config as numba_config
 from numba.core import targetconfig
-from numba.core.caching import CompileResultCacheImpl, FunctionCache, _CacheLocator
+from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile, _CacheLocator
 from numba.core.registry import CPUDispatcher
 from numba.core.typing import templates
 
@@ -121,12 +122,47 @@ class _SharedImpl(CompileResultCacheImpl):
         return not cres.library.has_dynamic_globals and all(x.can_cache for x in cres.lifted)
 
 
+class _KeyedFiles(IndexDataCacheFile):
+    """Numba's index and data files, each data file named by a hash of its key and holding the key,
+    checked when loaded. (Numba numbers a function's data files in the order they are saved: two
+    processes saving two signatures at once can take the same number, and one signature's machine
+    code would be loaded for the other. Here a lost race loses an index entry: compiled again.)"""
+
+    def _name_of(self, key) -> str:
+        return self._data_name_pattern.replace("{number:d}", hashlib.sha256(repr(key).encode()).hexdigest()[:24])
+
+    def save(self, key, data):
+        name = self._name_of(key)
+        self._save_data(name, (key, data))  # the data first: an index never names a file not yet written
+        overloads = self._load_index()
+        overloads[key] = name
+        self._save_index(overloads)
+
+    def load(self, key):
+        name = self._load_index().get(key)
+        if name is None:
+            return None
+        try:
+            stored, data = self._load_data(name)
+        except OSError:
+            return None
+        return data if stored == key else None
+
+
 class SharedCache(FunctionCache):
     """Numba's function cache, located by :class:`_SharedLocator`, keyed also by the options
     the helper inherits from its caller; failures to read, write or key an entry compile as
     if there were no cache."""
 
     _impl_class = _SharedImpl
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._cache_file = _KeyedFiles(
+            cache_path=self._cache_path,
+            filename_base=self._impl.filename_base,
+            source_stamp=self._impl.locator.get_source_stamp(),
+        )
 
     def _index_key(self, sig, codegen):
         key = super()._index_key(sig, codegen)

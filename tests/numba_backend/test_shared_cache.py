@@ -136,3 +136,26 @@ def test_the_key_holds_the_options_a_helper_inherits(inherited):
 
     assert key() == key()
     assert key(**inherited) != key()
+
+
+def test_an_entry_is_loaded_only_under_its_own_key(monkeypatch, tmp_path):
+    """Two processes saving two signatures of one helper at once must not leave one's machine code
+    under the other's key (Numba's own cache numbers data files in the order saved)."""
+    from numba_backend import shared_cache
+
+    monkeypatch.setattr(srctrans.config, "cache_dir", str(tmp_path))
+
+    def helper(a):
+        return a + 1.0
+
+    helper.__module__ = "numba_backend.example"
+    first, second = shared_cache.SharedCache(helper), shared_cache.SharedCache(helper)  # two processes
+    files = first._cache_file
+    files.save(("float64",), "code for float64")
+    second._cache_file.save(("int64",), "code for int64")
+    assert files.load(("float64",)) == "code for float64" and files.load(("int64",)) == "code for int64"
+    # one data file written over by another signature's (the race Numba's numbering loses)
+    a, b = files._name_of(("float64",)), files._name_of(("int64",))
+    assert a != b
+    (Path(files._cache_path) / a).write_bytes((Path(files._cache_path) / b).read_bytes())
+    assert files.load(("float64",)) is None

@@ -30,6 +30,7 @@ from cases import (  # noqa: E402
     long_functions,
     loops,
     pmap,
+    programs,
     random_numbers,
     vmap,
 )
@@ -45,6 +46,7 @@ CASES = {
     pmap.NAME: pmap,
     dask_overhead.NAME: dask_overhead,
     long_functions.NAME: long_functions,
+    programs.NAME: programs,
 }
 
 
@@ -79,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if name == gradients.NAME:  # its first-call figures: fresh processes, at most 3 (JAX's take ~6 s each)
                 result = case.run(count, runs=min(args.runs, 3))
+            elif name == programs.NAME:  # its first calls: fresh processes, at most 2 (each compiles from scratch)
+                result = case.run(count, runs=min(args.runs, 2))
             else:
                 result = case.run(count)
         except Exception:

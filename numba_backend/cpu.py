@@ -149,6 +149,13 @@ def _translate(err: Exception, path: str) -> None:
         line = _locate(message, path)
         summary = _summary(message)
         summary += _known_gap(path, line, summary)
+        called = re.search(r"Unknown attribute '(\w+)' of type Module\((?:<module ')?(srctrans[\w.]*)", summary)
+        if called:  # a transformation used where srctrans could not turn it into a call of a generated file
+            summary += (
+                f"\nsrctrans: inside a compiled function, {called[2]}.{called[1]} compiles when it is called "
+                f"where it is written, {called[2]}.{called[1]}(f, ...)(x), or named once and then only called, "
+                "with f a function defined outside (a global or closure value) and its options literals"
+            )
         raise GeneratedCodeError(summary, path, line, _ANSI.sub("", message)) from None
     # Numba's typing tripped on a call it half supports (``h.view()`` meets ``dtype, = args``;
     # ``astype(..., copy=False)`` meets ``assert not kws``): a plain Python error from inside

@@ -83,6 +83,7 @@ class Nested:
         node = pf.node
         if isinstance(node, cst.Lambda):  # as a def, so that a part of a jvp's pair can be unpacked before the return
             node = rewriter.as_def(node)
+        rewriter.find_aliases(node)
         node = node.visit(rewriter)
         if not rewriter.changed:
             return pf, {}
@@ -105,6 +106,48 @@ class _Rewriter(cst.CSTTransformer):
         self.pairs: set[str] = set()  # names of tangent functions (they return (out, tangent_out))
         self.statements: list[list[cst.Assign]] = []  # per enclosing line: statements to put before it
         self.guarded = 0  # inside a lambda, comprehension or conditional expression: nothing is moved out
+        self.aliases: dict[str, cst.Call] = {}  # local names of transformations (find_aliases)
+        self.alias_lines: set[int] = set()  # ids of their assignments, which go
+
+    def find_aliases(self, node: cst.CSTNode) -> None:
+        """Names the function assigns a transformation to once and only calls afterwards
+        (``per_example = srctrans.vmap(srctrans.grad(loss), in_axes=(None, 0))``, then
+        ``per_example(w, X)``), as JAX code does: each call reads as the transformation written in
+        the call, and the assignment goes (:meth:`leave_Call`, :meth:`leave_SimpleStatementLine`)."""
+        assigned: dict[str, list[cst.Assign]] = {}
+        called: dict[str, int] = {}
+        loads: dict[str, int] = {}
+
+        class Find(cst.CSTVisitor):
+            def visit_Assign(inner, a: cst.Assign) -> None:  # noqa: N805
+                for t in a.targets:
+                    for n in _target_names(t.target):
+                        assigned.setdefault(n, []).append(a)
+
+            def visit_AugAssign(inner, a: cst.AugAssign) -> None:  # noqa: N805
+                for n in _target_names(a.target):
+                    assigned.setdefault(n, []).append(a)
+
+            def visit_Call(inner, c: cst.Call) -> None:  # noqa: N805
+                if isinstance(c.func, cst.Name):
+                    called[c.func.value] = called.get(c.func.value, 0) + 1
+
+            def visit_Name(inner, n: cst.Name) -> None:  # noqa: N805
+                loads[n.value] = loads.get(n.value, 0) + 1
+
+        node.visit(Find())
+        for name, assigns in assigned.items():
+            if len(assigns) != 1 or not isinstance(assigns[0], cst.Assign) or len(assigns[0].targets) != 1:
+                continue
+            value = assigns[0].value
+            if not (isinstance(value, cst.Call) and isinstance(assigns[0].targets[0].target, cst.Name)):
+                continue
+            if not (self._is_vmap(value.func) or self.api_function(value.func) in _ALIASED):
+                continue
+            if loads.get(name, 0) != called.get(name, 0) + 1:  # (+1: the assignment's target) read only to be called
+                continue
+            self.aliases[name] = value
+            self.alias_lines.add(id(assigns[0]))
 
     def as_def(self, node: cst.Lambda) -> cst.FunctionDef:
         where = self.pf.positions[node]
@@ -120,6 +163,9 @@ class _Rewriter(cst.CSTTransformer):
 
     def leave_SimpleStatementLine(self, original, updated):
         before = self.statements.pop()
+        if len(original.body) == 1 and id(original.body[0]) in self.alias_lines:
+            self.changed = True
+            return cst.RemovalSentinel.REMOVE  # each call of the name reads as the transformation itself
         if not before:
             return updated
         # one line (``f_out, f_dot = f_jvp(x, v); return f_dot``): one origin comment above it
@@ -301,6 +347,9 @@ class _Rewriter(cst.CSTTransformer):
         if isinstance(given, cst.Call) and self._is_vmap(given.func):  # a nest: the inner vmap first
             found = self._vmap_of(given, given)
             known, fn = (False, None) if found is None else (True, found[1])
+        elif isinstance(given, cst.Call) and self.api_function(given.func) in ("grad", "jit"):
+            fn = self._transformation_of(given, original, what)  # srctrans.vmap(srctrans.grad(f, ...), ...)
+            known = fn is not None
         else:
             known, fn = self.value(given)
         if not known or not callable(fn):
@@ -329,6 +378,9 @@ class _Rewriter(cst.CSTTransformer):
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``updated`` says what is called (its arguments rewritten already); ``original``, where."""
+        if isinstance(updated.func, cst.Name) and updated.func.value in self.aliases:
+            self.changed = True
+            updated = updated.with_changes(func=self.aliases[updated.func.value])
         if self.nested.compiles and isinstance(updated.func, cst.Name):
             self._vmapped(updated, original)
         derivative = self.nested.transform_name in ("grad", "vjp")
@@ -350,13 +402,60 @@ class _Rewriter(cst.CSTTransformer):
             if inner in ("grad", "jit", "value_and_grad"):
                 return self._call_of(inner, original, updated)
             if inner in ("jacfwd", "jacrev", "hessian"):
-                return self.refuse(
-                    original, f"{self.nested.transform_name} through srctrans.{inner}(...)(...) inside the function "
-                    "is not supported yet",
-                    f"call srctrans.{inner} outside the function; inside it, srctrans.grad(f)(x) and "
-                    "srctrans.jvp(f, (x,), (v,)) are differentiated",
-                ) or updated
+                return self._jacobian(inner, original, updated)
         return updated
+
+    def _jacobian(self, kind: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``srctrans.jacfwd(f, argnums=k)(x, ...)`` (``jacrev``, ``hessian``) written inline: a call
+        of a function that builds the Jacobian column by column from ``f``'s tangent file, in one
+        loop Numba compiles with the function (:func:`jacobian_function`)."""
+        from .nesting import tangent_function
+
+        inner = updated.func
+        what = f"srctrans.{kind}(...)(...) inside a transformed function"
+        if not inner.args or inner.args[0].keyword is not None:
+            return self.refuse(original, f"{what} takes the function first", f"write srctrans.{kind}(f)(x)") or updated
+        if any(a.keyword is not None or a.star for a in updated.args):
+            return self.refuse(original, f"{what}: pass the arguments by position",
+                               f"write srctrans.{kind}(f)(x, y)") or updated
+        if self.nested.transform_name in _DERIVATIVES:
+            return self.refuse(
+                original, f"{self.nested.transform_name} through {what} is not supported yet",
+                f"call srctrans.{kind} outside the function; inside it, srctrans.grad(f)(x) and "
+                "srctrans.jvp(f, (x,), (v,)) are differentiated",
+            ) or updated
+        fn = self.function_of(inner.args[0].value, original, what)
+        if fn is None:
+            return updated
+        options = self.options(inner, original, f"srctrans.{kind}")
+        if options is None:
+            return updated
+        argnums, has_aux = options.pop("argnums", 0), options.pop("has_aux", False)
+        nargs = len(updated.args)
+        if options or has_aux or not isinstance(argnums, int) or not -nargs <= argnums < nargs:
+            reason = (f"{sorted(options)[0]}= is not an option of srctrans.{kind}" if options
+                      else "has_aux is not supported there yet" if has_aux
+                      else f"argnums={argnums!r}: one argument, by its position among the {nargs} given")
+            return self.refuse(original, f"{what}: {reason}",
+                               f"call srctrans.{kind}(f, argnums=k) outside the function for this") or updated
+        argnums %= nargs
+        try:
+            from .capture import unwrap
+
+            pyfn, _, bound, _ = unwrap(fn)
+            visible = list(inspect.signature(pyfn).parameters)[len(bound):]
+            if len(visible) != nargs:
+                raise TypeError(f"{_stem(fn)} takes {len(visible)} arguments, got {nargs}")
+            differentiated = face("grad")(fn, argnums=argnums) if kind == "hessian" else fn
+            tangent = tangent_function(differentiated, nargs, (visible[argnums],))
+        except (TypeError, ValueError) as err:
+            return self.refuse(original, f"{what}: {err}", f"call srctrans.{kind} outside the function instead") or updated
+        stem = f"{_stem(fn)}_{kind}" + (f"_wrt_{visible[argnums]}" if argnums else "")
+        label = f"srctrans.{kind}({self.pf.module.code_for_node(inner.args[0].value)}" + (f", argnums={argnums})" if argnums else ")")
+        return self.call(
+            (kind, id(fn), nargs, argnums), stem,
+            lambda: jacobian_function(stem, tangent, visible, argnums, label, kind), list(updated.args), original,
+        )
 
     def _held(self, expr: cst.BaseExpression) -> int:
         """How many names a lifted inner function reads (``expr``, a jvp's function, is one or a
@@ -391,6 +490,20 @@ class _Rewriter(cst.CSTTransformer):
         if self.nested.transform_name in _DERIVATIVES:
             raise self.pf.error(UnsupportedSyntaxError, node, message, hint)
         return None
+
+    def _transformation_of(self, expr: cst.Call, node: cst.CSTNode, what: str) -> Any:
+        """``srctrans.grad(f, ...)`` or ``srctrans.jit(f)`` written inside the function, made now;
+        under jit, what cannot be known before the function runs is refused at ``node``."""
+        try:
+            made = self.function_of(expr, node, what)
+        except UnsupportedSyntaxError:
+            raise
+        except (TypeError, ValueError) as err:
+            raise self.pf.error(UnsupportedSyntaxError, node, f"{what}: {err}", "see the transformation's arguments") from None
+        if made is None and self.nested.compiles:
+            raise self.pf.error(UnsupportedSyntaxError, node, f"{what}: the function it is given must be known before the function runs",
+                                "give it a function defined outside (a global or closure value)")
+        return made
 
     def function_of(self, expr: cst.BaseExpression, node: cst.Call, what: str) -> Any:
         """The function a transformation is given: known before the function runs."""
@@ -548,6 +661,18 @@ class _Rewriter(cst.CSTTransformer):
                                  list(updated.args), original)
             return cst.Tuple([cst.Element(value), cst.Element(gradient)])
         return self.call(key, f"{_stem(fn)}_{kind}", lambda: target, list(updated.args), original)
+
+
+# transformations a function may name before calling them (find_aliases); vmap too
+_ALIASED = ("grad", "value_and_grad", "jit", "jacfwd", "jacrev", "hessian")
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _target_names(el.value)]
+    return []
 
 
 def reads_srctrans(cap) -> bool:
@@ -723,4 +848,57 @@ def differentiable_loop(name: str, obj: Any) -> Callable | None:
     space: dict[str, Any] = {"__name__": "srctrans_vmap_loops", "np": np, "rt": runtime, callee: base}
     exec(compile(text, filename, "exec"), space)  # noqa: S102 -- our own text, kept in linecache for capture
     _DIFFERENTIABLE_LOOPS[key] = (obj, space[name])
+    return space[name]
+
+
+_JACOBIANS: dict[tuple, Callable] = {}
+
+
+def jacobian_function(name: str, tangent: Callable, params: list[str], argnums: int, label: str, kind: str) -> Callable:
+    """A plain function ``name(*params)`` returning the Jacobian of a function with respect to
+    ``params[argnums]``, of shape ``out.shape + x.shape`` as JAX's: one call of ``tangent`` (the
+    function's tangent file, ``(*primals, x_dot) -> (out, out_dot)``) per entry of ``x``, each
+    column written into one array, in a loop Numba compiles with the function calling it (a
+    3x3 Jacobian inside a compiled Newton loop costs three calls of the tangent file, no Python).
+    ``jacrev`` and ``hessian`` (``jacfwd`` of the gradient) are built the same way: the numbers of
+    the same Jacobian, to rounding. Its text lives in :mod:`linecache`, like the vmap loops'."""
+    import hashlib
+    import linecache
+
+    import numpy as np
+
+    callee = _stem(tangent, "tangent")
+    params = [p if p != callee else f"{p}_" for p in params]
+    x = params[argnums]
+    signature = ", ".join(params)
+    with_basis = ", ".join(params + ["e.reshape(shape)"])
+    how = "forward mode" if kind == "jacfwd" else f"forward mode (the Jacobian {kind} gives, to rounding)"
+    text = "\n".join([
+        f"def {name}({signature}):",
+        f"    # {label}: by {how}, one tangent of {x} per column",
+        f"    shape = np.shape({x})",
+        "    n = np.size(" + x + ")",
+        f"    e = np.zeros(n, np.asarray({x}).dtype)  # the basis vectors, one at a time",
+        "    e[0] = 1.0",
+        f"    out, column = {callee}({with_basis})",
+        "    first = np.asarray(column).ravel()",
+        "    jac = np.empty((first.size, n), first.dtype)",
+        "    jac[:, 0] = first",
+        "    for k in range(1, n):",
+        "        e[k - 1] = 0.0",
+        "        e[k] = 1.0",
+        f"        out, column = {callee}({with_basis})",
+        "        jac[:, k] = np.asarray(column).ravel()",
+        "    return jac.reshape(np.shape(out) + shape)",
+    ]) + "\n"
+    where = f"{getattr(tangent, '__module__', '')}.{getattr(tangent, '__qualname__', '')}"
+    tag = hashlib.sha1(f"{text}|{where}".encode()).hexdigest()[:8]  # the same name in every process
+    key = (id(tangent), tag)
+    if key in _JACOBIANS:
+        return _JACOBIANS[key]
+    filename = f"<srctrans: {label}, {tag}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    space: dict[str, Any] = {"__name__": "srctrans_jacobians", "np": np, callee: tangent}
+    exec(compile(text, filename, "exec"), space)  # noqa: S102 -- our own text, kept in linecache for capture
+    _JACOBIANS[key] = space[name]
     return space[name]

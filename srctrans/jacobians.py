@@ -129,7 +129,10 @@ def _jacobian_wrapper(jacobian: Callable, fn: Callable, state: dict, remake: Cal
         return remake(jit(fn._fn if isinstance(fn, Jitted) and not isinstance(fn, Grad) else fn, **options))
 
     def source_path() -> Path:
-        """The vmap file the last call ran (its header says vectorized or looped, and why)."""
+        """The file the last call ran: the vmap file (its header says vectorized or looped, and
+        why), or the compiled Jacobian of a few numbers (:func:`_compiled_small_jacobian`)."""
+        if state.get("small") is not None and state.get("small_ran"):
+            return state["small"].source_path()
         if "vmapped" not in state:
             raise ValueError("call the Jacobian once so srctrans knows the shapes of its arguments")
         return state["vmapped"].source_path()
@@ -162,6 +165,23 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     state: dict[str, Any] = {"argnums": argnums, "has_aux": has_aux}
 
     def jacobian(*args):
+        if not has_aux and state.get("small", True) is not None and _small_jacobian_call(args, argnums):
+            if "small" not in state:  # made before the first call, so that every call gives the same bits
+                target = fn._fn if isinstance(fn, Jitted) else fn
+                state["small"] = _compiled_small_jacobian(fn, argnums, visible_params(target))
+            small = state["small"]
+            if small is not None:
+                if state.get("small_ran"):
+                    return small(*args)
+                from .errors import SrcTransError
+
+                try:
+                    jac = small(*args)
+                except (SrcTransError, TypeError):  # (it does not compile for f: the vmap file below serves)
+                    state["small"] = None
+                else:
+                    state["small_ran"] = True
+                    return jac
         structured = algebra.structured_grad(fn, args)
         if structured is not None:  # a grad of pytree arguments: its file for their structures
             return _of_structured(state, structured, args, lambda f: jacfwd(f, argnums=argnums, has_aux=has_aux))
@@ -198,6 +218,53 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
         return (jac, aux) if has_aux else jac
 
     return _jacobian_wrapper(jacobian, fn, state, lambda f: jacfwd(f, argnums=argnums, has_aux=has_aux))
+
+
+SMALL = 64  # jit(jacfwd(f)) with respect to at most this many numbers: one compiled function
+
+
+def _small_jacobian_call(args: tuple, argnums) -> bool:
+    """Plain float arrays and numbers, the differentiated one of at most :data:`SMALL` entries."""
+    if not isinstance(argnums, int) or not -len(args) <= argnums < len(args):
+        return False
+    for a in args:
+        if type(a) is np.ndarray:
+            if a.dtype.kind != "f":
+                return False
+        elif type(a) is not float:
+            return False
+    return int(np.size(args[argnums])) <= SMALL
+
+
+def _compiled_small_jacobian(fn: Callable, argnums: int, visible: list[str]) -> Callable | None:
+    """``jit(jacfwd(f))`` of a few numbers as one compiled function: a function calling
+    ``srctrans.jacfwd(f)(...)`` inside, which :mod:`srctrans.nested_calls` writes as a loop over
+    the basis vectors calling ``f``'s tangent file, compiled whole (the vmap file's Python
+    around it cost ~170 us per call of a 3x3 Jacobian, the compiled function ~1 us). Built for
+    ``jacfwd(jit(f))`` (what ``jit(jacfwd(f))`` is), without pytrees or ``has_aux``; None where
+    it cannot be made (the vmap file serves)."""
+    import hashlib
+    import linecache
+    import sys
+
+    if not (isinstance(fn, Jitted) and fn._compile and not isinstance(fn, Grad)) or fn._transform.name != "jit":
+        return None
+    user = fn._fn
+    if not inspect.isfunction(user) or any(p in ("srctrans", "jacobian_of") for p in visible):
+        return None
+    params = ", ".join(visible)
+    name = f"{user.__name__}_jacfwd"
+    text = f"def {name}({params}):\n    return srctrans.jacfwd(jacobian_of, argnums={argnums % len(visible)})({params})\n"
+    tag = hashlib.sha1(f"{text}|{user.__module__}.{user.__qualname__}".encode()).hexdigest()[:8]
+    filename = f"<srctrans: jit(jacfwd({user.__qualname__})), {tag}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    space: dict[str, Any] = {"__name__": user.__module__, "srctrans": sys.modules["srctrans"], "jacobian_of": user}
+    exec(compile(text, filename, "exec"), space)  # noqa: S102 -- our own text, kept in linecache for capture
+    options = {k: v for k, v in fn._init_options.items() if not k.startswith("_")}
+    try:
+        return jit(space[name], **options)
+    except (TypeError, ValueError):
+        return None
 
 
 def _of_structured(state: dict, structured: Callable, args: tuple, make: Callable) -> Any:

@@ -140,3 +140,18 @@ def test_a_named_vmap_of_a_grad_inside_a_compiled_function(model):
 def test_what_stays_for_numba_says_what_compiles(model):
     with pytest.raises(CompileError, match="compiles when it is called where it is written"):
         srctrans.jit(model.with_aux)(X0, P)
+
+
+def test_jit_of_a_small_jacobian_is_one_compiled_function(model):
+    """jit(jacfwd(f)) of a few numbers runs one compiled function (the loop above), from the first
+    call on: every call gives the same bits, the numbers of jacfwd without jit."""
+    fast = srctrans.jit(srctrans.jacfwd(model.system))
+    first, again = fast(X0, P), fast(X0, P)
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_allclose(first, srctrans.jacfwd(model.system)(X0, P), rtol=1e-13)
+    assert "system_jacfwd" in fast.source() and "for k in range(1, n):" in fast.source()
+    by_p = srctrans.jit(srctrans.jacfwd(model.system, argnums=1))(X0, P)
+    np.testing.assert_array_equal(by_p, -np.eye(3))
+    # a pytree argument takes the vmap file, as before
+    tree = srctrans.jit(srctrans.jacfwd(lambda d: model.system(d["x"], P)))({"x": X0})
+    np.testing.assert_allclose(tree["x"], first, rtol=1e-13)

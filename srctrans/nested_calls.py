@@ -113,7 +113,11 @@ class _Rewriter(cst.CSTTransformer):
         """Names the function assigns a transformation to once and only calls afterwards
         (``per_example = srctrans.vmap(srctrans.grad(loss), in_axes=(None, 0))``, then
         ``per_example(w, X)``), as JAX code does: each call reads as the transformation written in
-        the call, and the assignment goes (:meth:`leave_Call`, :meth:`leave_SimpleStatementLine`)."""
+        the call, and the assignment goes (:meth:`leave_Call`, :meth:`leave_SimpleStatementLine`).
+        Only in files that compile as written (jit): a derivative reads a vmap named in the body
+        itself (:func:`srctrans.ad.calls.vmap_made_here`)."""
+        if not self.nested.compiles:
+            return
         assigned: dict[str, list[cst.Assign]] = {}
         called: dict[str, int] = {}
         loads: dict[str, int] = {}

@@ -243,9 +243,9 @@ def _compiled_small_jacobian(fn: Callable, argnums: int, visible: list[str]) -> 
     around it cost ~170 us per call of a 3x3 Jacobian, the compiled function ~1 us). Built for
     ``jacfwd(jit(f))`` (what ``jit(jacfwd(f))`` is), without pytrees or ``has_aux``; None where
     it cannot be made (the vmap file serves)."""
-    import hashlib
-    import linecache
     import sys
+
+    from .nested_calls import function_from_text
 
     if not (isinstance(fn, Jitted) and fn._compile and not isinstance(fn, Grad)) or fn._transform.name != "jit":
         return None
@@ -255,14 +255,11 @@ def _compiled_small_jacobian(fn: Callable, argnums: int, visible: list[str]) -> 
     params = ", ".join(visible)
     name = f"{user.__name__}_jacfwd"
     text = f"def {name}({params}):\n    return srctrans.jacfwd(jacobian_of, argnums={argnums % len(visible)})({params})\n"
-    tag = hashlib.sha1(f"{text}|{user.__module__}.{user.__qualname__}".encode()).hexdigest()[:8]
-    filename = f"<srctrans: jit(jacfwd({user.__qualname__})), {tag}>"
-    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     space: dict[str, Any] = {"__name__": user.__module__, "srctrans": sys.modules["srctrans"], "jacobian_of": user}
-    exec(compile(text, filename, "exec"), space)  # noqa: S102 -- our own text, kept in linecache for capture
-    options = {k: v for k, v in fn._init_options.items() if not k.startswith("_")}
+    made = function_from_text(text, name, f"jit(jacfwd({user.__qualname__}))", user, space)
+    options = _jit_options(fn)
     try:
-        return jit(space[name], **options)
+        return jit(made, **options)
     except (TypeError, ValueError):
         return None
 

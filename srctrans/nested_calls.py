@@ -789,7 +789,6 @@ def differentiable_loop(name: str, obj: Any) -> Callable | None:
     function calling ``obj`` holds it as it holds any callee. The first example is computed
     once more to size the results (zeros for an empty batch), and results are float arrays.
     """
-    import linecache
 
     import numpy as np
 
@@ -843,16 +842,10 @@ def differentiable_loop(name: str, obj: Any) -> Callable | None:
         + ("," if outputs == 1 else ""),
     ]
     text = "\n".join(lines) + "\n"
-    import hashlib
-
-    where = f"{getattr(base, '__module__', '')}.{getattr(base, '__qualname__', '')}"
-    tag = hashlib.sha1(f"{text}|{where}".encode()).hexdigest()[:8]  # the same name in every process
-    filename = f"<srctrans: the loop of the vmapped {name}, {tag}>"
-    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     space: dict[str, Any] = {"__name__": "srctrans_vmap_loops", "np": np, "rt": runtime, callee: base}
-    exec(compile(text, filename, "exec"), space)  # noqa: S102 -- our own text, kept in linecache for capture
-    _DIFFERENTIABLE_LOOPS[key] = (obj, space[name])
-    return space[name]
+    made = function_from_text(text, name, f"the loop of the vmapped {name}", base, space)
+    _DIFFERENTIABLE_LOOPS[key] = (obj, made)
+    return made
 
 
 _JACOBIANS: dict[tuple, Callable] = {}
@@ -866,9 +859,6 @@ def jacobian_function(name: str, tangent: Callable, params: list[str], argnums: 
     3x3 Jacobian inside a compiled Newton loop costs three calls of the tangent file, no Python).
     ``jacrev`` and ``hessian`` (``jacfwd`` of the gradient) are built the same way: the numbers of
     the same Jacobian, to rounding. Its text lives in :mod:`linecache`, like the vmap loops'."""
-    import hashlib
-    import linecache
-
     import numpy as np
 
     callee = _stem(tangent, "tangent")
@@ -895,14 +885,23 @@ def jacobian_function(name: str, tangent: Callable, params: list[str], argnums: 
         "        jac[:, k] = np.asarray(column).ravel()",
         "    return jac.reshape(np.shape(out) + shape)",
     ]) + "\n"
-    where = f"{getattr(tangent, '__module__', '')}.{getattr(tangent, '__qualname__', '')}"
-    tag = hashlib.sha1(f"{text}|{where}".encode()).hexdigest()[:8]  # the same name in every process
-    key = (id(tangent), tag)
-    if key in _JACOBIANS:
-        return _JACOBIANS[key]
+    key = (id(tangent), text)
+    if key not in _JACOBIANS:
+        space: dict[str, Any] = {"__name__": "srctrans_jacobians", "np": np, callee: tangent}
+        _JACOBIANS[key] = function_from_text(text, name, label, tangent, space)
+    return _JACOBIANS[key]
+
+
+def function_from_text(text: str, name: str, label: str, made_from: Any, space: dict[str, Any]) -> Callable:
+    """The function ``name`` defined by ``text`` (our own code) run in ``space``; the text is kept
+    in :mod:`linecache` under ``<srctrans: label, tag>`` (the tag a hash of the text and of what it
+    was made from: the same name in every process), so capture reads it as any user function."""
+    import hashlib
+    import linecache
+
+    where = f"{getattr(made_from, '__module__', '')}.{getattr(made_from, '__qualname__', '')}"
+    tag = hashlib.sha1(f"{text}|{where}".encode()).hexdigest()[:8]
     filename = f"<srctrans: {label}, {tag}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
-    space: dict[str, Any] = {"__name__": "srctrans_jacobians", "np": np, callee: tangent}
     exec(compile(text, filename, "exec"), space)  # noqa: S102 -- our own text, kept in linecache for capture
-    _JACOBIANS[key] = space[name]
     return space[name]

@@ -224,7 +224,7 @@ SMALL = 64  # jit(jacfwd(f)) with respect to at most this many numbers: one comp
 
 
 def _small_jacobian_call(args: tuple, argnums) -> bool:
-    """Plain float arrays and numbers, the differentiated one of at most :data:`SMALL` entries."""
+    """Plain float arrays and numbers, the differentiated one of 1 to :data:`SMALL` entries."""
     if not isinstance(argnums, int) or not -len(args) <= argnums < len(args):
         return False
     for a in args:
@@ -233,7 +233,7 @@ def _small_jacobian_call(args: tuple, argnums) -> bool:
                 return False
         elif type(a) is not float:
             return False
-    return int(np.size(args[argnums])) <= SMALL
+    return 0 < int(np.size(args[argnums])) <= SMALL  # (an empty one: the vmap file's empty Jacobian)
 
 
 def _compiled_small_jacobian(fn: Callable, argnums: int, visible: list[str]) -> Callable | None:
@@ -253,7 +253,7 @@ def _compiled_small_jacobian(fn: Callable, argnums: int, visible: list[str]) -> 
     if not inspect.isfunction(user) or any(p in ("srctrans", "jacobian_of") for p in visible):
         return None
     params = ", ".join(visible)
-    name = f"{user.__name__}_jacfwd"
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in user.__name__).strip("_") + "_jacfwd"  # (a lambda: lambda_jacfwd)
     text = f"def {name}({params}):\n    return srctrans.jacfwd(jacobian_of, argnums={argnums % len(visible)})({params})\n"
     space: dict[str, Any] = {"__name__": user.__module__, "srctrans": sys.modules["srctrans"], "jacobian_of": user}
     made = function_from_text(text, name, f"jit(jacfwd({user.__qualname__}))", user, space)

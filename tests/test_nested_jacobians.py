@@ -155,3 +155,9 @@ def test_jit_of_a_small_jacobian_is_one_compiled_function(model):
     # a pytree argument takes the vmap file, as before
     tree = srctrans.jit(srctrans.jacfwd(lambda d: model.system(d["x"], P)))({"x": X0})
     np.testing.assert_allclose(tree["x"], first, rtol=1e-13)
+
+
+def test_jit_of_the_jacobian_of_an_empty_array_is_empty():
+    jacobian = srctrans.jit(srctrans.jacfwd(lambda x: np.sin(x) * 2.0))
+    assert jacobian(np.zeros(0)).shape == (0, 0)
+    np.testing.assert_allclose(jacobian(np.array([0.1, 0.2])), np.diag(2.0 * np.cos([0.1, 0.2])), rtol=1e-14)

@@ -2153,9 +2153,13 @@ def _matrix_power_of(a, n):
     return np.ascontiguousarray(result)
 
 
-@overload(np.linalg.matrix_power)
+@overload(np.linalg.matrix_power, target="cpu")
 def _ov_matrix_power(a, n):
-    """One matrix or a stack of them (float), with an int power."""
+    """One matrix or a stack of them (float), with an int power. Registered for the CPU target,
+    not Numba's generic one, so that it comes before Numba's own (typed optional) whichever
+    was imported first: Numba tries a target's own templates before generic ones. (By
+    registration order alone, a process that compiled np.linalg before importing this module
+    got Numba's, and the adjoint helpers reading the result refused an optional.)"""
     if not (isinstance(a, types.Array) and a.ndim >= 2 and isinstance(a.dtype, types.Float) and isinstance(n, types.Integer)):
         return None
     if a.ndim == 2:

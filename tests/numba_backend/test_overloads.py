@@ -736,3 +736,30 @@ def test_a_generated_file_calling_an_overloaded_numpy_function_imports_its_modul
     assert len(targets) > 30
     missing = [t for t in targets if not _NEEDS["overloads"].search(f"y = {t}(x)")]
     assert not missing, missing
+
+
+def test_matrix_power_is_ours_whichever_linalg_was_registered_first(tmp_path):
+    """A process that compiled np.linalg before importing these overloads got Numba's own
+    matrix_power (typed optional), and the compiled vjp of ``matrix_power(x, 3)`` refused it
+    (a failure that depended on which tests had run before in the process)."""
+    from tests.conftest import run_python
+
+    (tmp_path / "cubes.py").write_text("import numpy as np\n\n\ndef cube(x):\n    return np.linalg.matrix_power(x, 3)\n")
+    done = run_python(
+        """
+        import numba, numpy as np
+        numba.njit(lambda a: np.linalg.matrix_power(a, 3))(np.eye(3))  # Numba's linalg registered first
+        import srctrans
+        from cubes import cube
+        x = np.arange(9.0).reshape(3, 3) / 10.0
+        out, vjp = srctrans.vjp(srctrans.jit(cube), x)
+        (got,) = vjp(np.ones((3, 3)))
+        g = np.ones((3, 3))
+        want = g @ (x @ x).T + x.T @ g @ x.T + (x @ x).T @ g
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        print("ok")
+        """,
+        tmp_path,
+        env={"SRCTRANS_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

@@ -69,6 +69,38 @@ def gmm_objective(alphas, means, icf, x, index, mask, wishart_gamma, wishart_m):
     return constant + log_likelihood - n * log_mix + prior
 
 
+def gmm_objective_loops(alphas, means, icf, x, wishart_gamma, wishart_m):
+    """The same objective written with loops, as one writes it from the formula: the factors
+    built entry by entry, then a loop over the points and one over the components."""
+    n = x.shape[0]
+    d = x.shape[1]
+    K = alphas.shape[0]
+    qs = np.exp(icf[:, :d])
+    sum_log_diag = np.sum(icf[:, :d], axis=1)
+    Ls = np.zeros((K, d, d))
+    for k in range(K):
+        pos = d
+        for c in range(d):
+            for r in range(c + 1, d):
+                Ls[k, r, c] = icf[k, pos]
+                pos += 1
+    total = 0.0
+    for i in range(n):
+        main = np.zeros(K)
+        for k in range(K):
+            centered = x[i] - means[k]
+            z = qs[k] * centered + Ls[k] @ centered
+            main[k] = alphas[k] + sum_log_diag[k] - 0.5 * np.dot(z, z)
+        top = np.max(main)
+        total = total + top + np.log(np.sum(np.exp(main - top)))
+    top = np.max(alphas)
+    log_mix = top + np.log(np.sum(np.exp(alphas - top)))
+    prior = 0.5 * wishart_gamma * wishart_gamma * (np.sum(qs * qs) + np.sum(Ls * Ls))
+    prior = prior - wishart_m * np.sum(sum_log_diag)
+    constant = -n * d * 0.5 * math.log(2.0 * math.pi)
+    return constant + total - n * log_mix + prior
+
+
 def main(path=DEFAULT):
     alphas, means, icf, x, gamma, m = read_gmm(path)
     index, mask = lower_triangle_index(x.shape[1])

@@ -272,3 +272,66 @@ def test_second_order_through_a_loop_of_values_of_changing_shapes():
         for j in range(4 - k):
             want[k, j, k, j] = 2.0 * np.cos(2.0 * ab[k, j])
     np.testing.assert_allclose(hessian, want, rtol=1e-10, atol=1e-12)
+
+
+def _gmm_loops():
+    """``examples/gmm_gradient.py``'s GMM objective written with loops: it builds its factors
+    ``Ls`` in place (``pos = d``, ``pos += 1``: an int counter, once refused as an array
+    shared with ``d``), then a loop over points and components only reads them."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "gmm_gradient.py"
+    spec = importlib.util.spec_from_file_location("gmm_gradient", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.gmm_objective_loops
+
+
+def rewritten_after_the_loop(icf, x):
+    """As above, but the factors are written again after the loop that reads them: that loop's
+    reads must be saved as they were, not read from the final array."""
+    d = x.shape[0]
+    Ls = np.zeros((icf.shape[0], d, d))
+    for k in range(icf.shape[0]):
+        Ls[k, 1, 0] = icf[k, d]
+        Ls[k, 2, 0] = icf[k, d + 1]
+        Ls[k, 2, 1] = icf[k, d + 2]
+    total = 0.0
+    for k in range(icf.shape[0]):
+        z = Ls[k] @ x
+        total = total + np.dot(z, z) * icf[k, 0]
+    Ls[0] = Ls[0] * 3.0
+    return total + np.sum(Ls * Ls)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_an_array_built_in_place_then_only_read(compiled):
+    gmm = _gmm_loops()
+    rng = np.random.default_rng(7)
+    d, k, n = 3, 4, 5
+    args = [rng.standard_normal(k), rng.standard_normal((k, d)), 0.3 * rng.standard_normal((k, d * (d + 1) // 2))]
+    args += [rng.standard_normal((n, d)), 1.2, 0.7]
+    g = srctrans.grad(gmm, argnums=(0, 1, 2))
+    got = (srctrans.jit(g) if compiled else g)(*args)
+    for i in range(3):
+        np.testing.assert_allclose(got[i], _numeric_grad(gmm, args, i), rtol=1e-6, atol=1e-7)
+    text = srctrans.source(g)
+    # nothing writes Ls after the loop that builds it: read, never taped nor copied
+    assert "Ls_tape" not in text and "snapshot" not in text
+    assert "rt.getitem_grad_add(Ls_loop_bar," in text  # the rows' adjoints add into one array
+    # reads of arrays never written again are read again on the way back, not taped
+    assert "means[k" in text.split("# --- backward ---")[1] and ".append(t" in text
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_an_array_written_again_after_the_loop_that_reads_it(compiled):
+    fn = rewritten_after_the_loop
+    rng = np.random.default_rng(7)
+    icf, x = rng.standard_normal((4, 6)), rng.standard_normal(3)
+    g = srctrans.grad(fn, argnums=(0, 1))
+    got = (srctrans.jit(g) if compiled else g)(icf, x)
+    np.testing.assert_allclose(got[0], _numeric_grad(fn, [icf, x], 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(got[1], _numeric_grad(fn, [icf, x], 1), rtol=1e-6, atol=1e-8)
+    text = srctrans.source(g)
+    assert "Ls_tape" in text or "snapshot" in text  # Ls[0] = ... after the reads: each read is saved

@@ -204,11 +204,12 @@ class BackwardSweep:
         if not self.in_place:
             return []
         opened = []
+        top = next((k for k, stmt in enumerate(self.body) if _holds(stmt, loop)), None)
         reads = names_in(loop.body) - assigned_in(loop)  # (an assignment in the loop reads the adjoint)
         for name in sorted(reads & self.act.active & self.useful):
             if name in self.sinks or name in self.lists or name in self.tuple_valued or name in self.displayed:
                 continue
-            if not self.stable(name) or name in self.aliased or name in self.views:
+            if not (self.stable(name) or self.frozen(name, top)) or name in self.aliased or name in self.views:
                 continue
             self.sinks[name] = self.gen.fresh(f"{name}_loop_bar", numbered=False)
             opened.append(name)
@@ -236,6 +237,13 @@ class BackwardSweep:
         save = self.records[key]
         if save.kind == "snap":
             return save.store
+        if save.kind == "recompute":  # t9_1 = means[k_1]
+            if save.local is None:
+                sid_of, value = self.recipes[key]
+                names = {n: self._read(sid_of, n, depth) for n in sorted(names_in(value))}  # (in one order)
+                save.local = self.gen.fresh(key[1], numbered=False)
+                self.emit(f"{save.local} = {code(value.visit(RenameNames(names)))}", depth)
+            return save.local
         if save.local is None:
             save.local = self.gen.fresh(key[1], numbered=False)
             if save.kind == "indexed":
@@ -503,3 +511,19 @@ class BackwardSweep:
                 self.emit(f"rt.grad_seed(({code(value)}))", depth)  # one argument, the tuple
                 return
             self._spread([el.value for el in value.elements], self.seed_param, "seed", depth, block)
+
+
+def _holds(stmt: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is ``stmt`` or inside it."""
+    if stmt is node:
+        return True
+    found = False
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            nonlocal found
+            found = found or n is node
+            return not found
+
+    stmt.visit(V())
+    return found

@@ -98,6 +98,12 @@ class Reverse(Operations, Saves, BackwardSweep):
         self.analyzing = False
         self.top = self.act.blocks[0]
         self.records: dict[tuple, Save] = {}  # (block, name, version) -> how the value is kept
+        self.last_writes: dict[str, int] | None = None  # (Saves.frozen)
+        self.bound_names: dict[str, int] | None = None
+        self.loop_variables: set[str] = set()  # (Saves._bindings)
+        self.single_reads: dict[str, tuple[int, cst.Subscript]] = {}  # name -> its one assignment, a read x[i]
+        self.recipes: dict[tuple, tuple[int, cst.Subscript]] = {}  # saves read again: key -> (statement, value)
+        self.plan_top: int | None = None  # the top-level statement being planned
         self.reader: dict[tuple[int, str], tuple] = {}  # (statement id, name) -> record key
         self.versions: dict[tuple[int, str], int] = {}
         self.tapes: list[str] = []
@@ -126,8 +132,8 @@ class Reverse(Operations, Saves, BackwardSweep):
         self.displayed: set[str] = set()  # names assigned a tuple or list display
         self.pending: dict[str, str] = {}  # restarted adjoints whose zeros wait for a first contribution
 
-    def _passed_to_writers(self) -> set[str]:
-        """Arrays this function passes to a user function that writes into that parameter."""
+    def _passed_to_writers(self, body: list | None = None) -> set[str]:
+        """Arrays this function (or ``body``) passes to a user function that writes into that parameter."""
         from ..analysis.resolve import is_user_function
 
         found: set[str] = set()
@@ -143,7 +149,7 @@ class Reverse(Operations, Saves, BackwardSweep):
                     if arg.keyword is None and k in written and isinstance(arg.value, cst.Name):
                         found.add(arg.value.value)
 
-        for stmt in self.body:
+        for stmt in self.body if body is None else body:
             stmt.visit(V())
         return found
 
@@ -213,7 +219,7 @@ class Reverse(Operations, Saves, BackwardSweep):
                     self.emit(f"{saved}.append({counter})", depth)
 
     def _saves(self, sid: int, depth: int, after: bool) -> None:
-        here = [(key, save) for key, save in self.records.items() if save.at == (sid, after)]
+        here = [(key, save) for key, save in self.records.items() if save.at == (sid, after) and save.kind != "recompute"]
         indexed = [(key, save) for key, save in here if save.kind == "indexed"]
         if indexed:  # preallocated by the first trip, which knows what it saves
             self.emit(f"if {self.trip[indexed[0][1].loop]} == 0:", depth)
@@ -223,7 +229,7 @@ class Reverse(Operations, Saves, BackwardSweep):
             value = key[1]
             # written in place later: keep a copy (when only its shape is read, a copy all the
             # same in a file another grad differentiates, which must not share the array)
-            if key[1] in self.mutated and (save.copy or self.growable):
+            if key[1] in self.mutated and (save.copy or self.growable) and not (save.frozen and not self.growable):
                 value = f"rt.snapshot({value})" if key[1] in self.views else f"{value}.copy()"
             if save.kind == "snap":
                 self.emit(f"{save.store} = {value}", depth)

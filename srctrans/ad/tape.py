@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..analysis.activity import Block, names_in, targets_of
+from ..analysis.views import written_in_place
 from ..rules.derivatives import SHAPE_ONLY, Param, Rule
 from ..rules.runtime_helpers import RUNTIME_DERIVATIVES
 from .ops import Op
@@ -40,6 +41,7 @@ class Save:
     local: str | None = None  # the name it is popped into on the way back
     loop: int | None = None  # kind "indexed": id of the range loop whose trips index the tape
     copy: bool = True  # an array written in place is copied, unless only its shape is read
+    frozen: bool = False  # a view of an array no later statement writes: kept without a copy
 
 
 class Saves:
@@ -53,6 +55,104 @@ class Saves:
         if name not in self.params and name not in self.act.defs:
             return True  # a global, builtin or closure value: never reassigned here
         return self.act.assigned_once_outside_loops(name, self.params) or name in self.invariant
+
+    def frozen(self, name: str, top: int | None) -> bool:
+        """Whether ``name``, written in place by earlier top-level statements (``Ls[k, r, c] =
+        v`` in a loop that builds ``Ls``), keeps its value from top-level statement ``top`` on:
+        assigned once outside loops, no later statement writes it or an array sharing its
+        values in place. Reads of it from there on read the array itself, as of a stable name
+        (the backward sweep runs after the last write)."""
+        if top is None or self.growable or name in self.aliased or name in self.views or name in self.lists:
+            return False  # (a file another grad differentiates keeps its saves as they were)
+        if name not in self.params and name not in self.act.defs:
+            return False
+        if self._bindings().get(name, 0) != (0 if name in self.params else 1):
+            return False
+        sharing = {name} | {view for view in self.views if self._view_root(view) == name}
+        return all(self._last_writes().get(n, -1) < top for n in sharing)
+
+    def _bindings(self) -> dict[str, int]:
+        """How many times each name is bound by a top-level ``name = ...``; a binding anywhere
+        else (in a loop, a branch, a ``for`` target, a tuple) counts as many (-1)."""
+        if self.bound_names is None:
+            top = {
+                id(small)
+                for stmt in self.body
+                if isinstance(stmt, cst.SimpleStatementLine)
+                for small in stmt.body
+            }
+            counts: dict[str, int] = {}
+            loop_targets: set[str] = set()
+            reads: dict[str, list] = {}
+
+            def bind(name: str, once: bool, plain: bool = False) -> None:
+                counts[name] = counts.get(name, 0) + 1 if once and counts.get(name, 0) >= 0 else -1
+                if not plain:  # (y += v, a, b = t: no single read to repeat)
+                    reads.setdefault(name, []).append(None)
+
+            class V(cst.CSTVisitor):
+                def visit_Assign(self, n: cst.Assign) -> None:
+                    for t in n.targets:
+                        if isinstance(t.target, cst.Name):
+                            bind(t.target.value, id(n) in top, plain=True)
+                            reads.setdefault(t.target.value, []).append(
+                                (id(n), n.value)
+                                if isinstance(n.value, cst.Subscript) and isinstance(n.value.value, cst.Name)
+                                else None
+                            )
+                        elif not isinstance(t.target, cst.Subscript):
+                            for name in targets_of(t.target):
+                                bind(name, False)
+
+                def visit_AugAssign(self, n: cst.AugAssign) -> None:
+                    if isinstance(n.target, cst.Name):
+                        bind(n.target.value, False)
+
+                def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+                    if isinstance(n.target, cst.Name):
+                        bind(n.target.value, False)
+
+                def visit_For(self, n: cst.For) -> None:
+                    for name in targets_of(n.target):
+                        bind(name, False, plain=True)
+                        reads.setdefault(name, []).append("for")
+                    if isinstance(n.target, cst.Name):
+                        loop_targets.add(n.target.value)
+
+                def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+                    if isinstance(n.target, cst.Name):
+                        bind(n.target.value, False)
+
+            for stmt in self.body:
+                stmt.visit(V())
+            self.bound_names = counts
+            # loop variables bound by nothing but for statements; names assigned once, a read x[i]
+            self.loop_variables = {n for n in loop_targets if all(v == "for" for v in reads[n]) and n not in self.params}
+            self.single_reads = {
+                n: found[0] for n, found in reads.items() if len(found) == 1 and isinstance(found[0], tuple)
+            }
+        return self.bound_names
+
+    def _last_writes(self) -> dict[str, int]:
+        """The last top-level statement that writes each name in place (itself, or through a
+        user function it is passed to)."""
+        if self.last_writes is None:
+            self.last_writes = {}
+            for k, stmt in enumerate(self.body):
+                for written in written_in_place([stmt]) | self._passed_to_writers([stmt]):
+                    self.last_writes[written] = k
+        return self.last_writes
+
+    def _view_root(self, name: str) -> str:
+        seen: set[str] = set()
+        while name in self.views and name not in seen:
+            seen.add(name)
+            name = self.views[name]
+        return name
+
+    def readable(self, name: str) -> bool:
+        """Read as it is by the backward sweep: stable, or frozen from the statement planned now."""
+        return self.stable(name) or self.frozen(name, self.plan_top)
 
     def _loop_invariants(self) -> set[str]:
         """Names assigned once, inside a loop, from values no iteration changes (``t = -k``).
@@ -124,13 +224,20 @@ class Saves:
         Readers of the same value (same block, no assignment in between) share one save.
         """
         plain = name.lstrip("@")
-        if (stmt_id, name) in self.reader or self.stable(plain):
+        if (stmt_id, name) in self.reader or self.readable(plain):
             return
         key = (block.ident, plain, self.versions.get((block.ident, plain), 0))
         self.reader[(stmt_id, name)] = key
         if key in self.records:
             if not shape_only:
                 self.records[key].copy = True
+            return
+        recipe = self._recipe(plain, block) if block.in_loop and not name.startswith("@") else None
+        if recipe is not None:  # t9 = means[k], means never written from here on: read again
+            self.records[key] = Save("recompute", "", (recipe[0], False))
+            self.recipes[key] = recipe
+            for index in sorted(names_in(recipe[1]) - {recipe[1].value.value}):
+                self.need(recipe[0], index, block)  # (k, read where t9 was assigned)
             return
         if block.in_loop:
             store = self.gen.fresh(f"{plain}_tape", numbered=False)
@@ -139,6 +246,38 @@ class Saves:
         else:
             store = self.gen.fresh(plain, numbered=False)
             self.records[key] = Save("snap", store, (stmt_id, name.startswith("@")), copy=not shape_only)
+        # t12 = Ls[k], a view of an array no later statement writes, and not written itself
+        self.records[key].frozen = (
+            plain in self.views
+            and plain not in self._last_writes()
+            and self.frozen(self._view_root(plain), self.plan_top)
+        )
+
+    def _recipe(self, name: str, block: Block) -> tuple[int, cst.Subscript] | None:
+        """(statement id, value) when ``name`` is assigned once, in ``block``, a read of an array
+        no later statement changes, at constant indices or loop variables (``t9 = means[k]``,
+        ``row = x[i, :]``): the backward sweep reads it again instead of keeping it on a tape."""
+        self._bindings()
+        found = self.single_reads.get(name)
+        defs = self.act.defs.get(name, [])
+        if found is None or len(defs) != 1 or defs[0].ident != block.ident:
+            return None
+        value = found[1]
+        base = value.value.value
+        if base in self.lists or not self.readable(base):
+            return None
+        for element in value.slice:
+            part = element.slice
+            parts = [part.value] if isinstance(part, cst.Index) else [part.lower, part.upper, part.step]
+            for p in parts:
+                if isinstance(p, cst.UnaryOperation) and isinstance(p.operator, cst.Minus):
+                    p = p.expression
+                if p is None or isinstance(p, cst.Integer):
+                    continue
+                if isinstance(p, cst.Name) and (p.value in self.loop_variables or self.readable(p.value)):
+                    continue
+                return None
+        return found
 
     def _tape(self, store: str, block: Block, at: tuple[int, bool]) -> Save:
         """A tape for values saved in loop body ``block``: preallocated when a range loop's
@@ -158,6 +297,8 @@ class Saves:
 
     def plan(self, stmts: list, block: Block) -> None:
         for i, stmt in enumerate(stmts):
+            if block is self.top:
+                self.plan_top = i  # the top-level statement being planned (see frozen)
             self._set_line(stmt)
             if not isinstance(stmt, cst.SimpleStatementLine):
                 self.plan_stack.append(stmts[:i])

@@ -585,7 +585,10 @@ def mutation_facts(
         return name in pair
 
     rebound = [_rebound(stmt) for stmt in body]  # names each top-level statement binds anew
+    numbers = scalar_names(body)
     for at, pair in pairs:
+        if pair & numbers:  # pos = d with d = x.shape[1]: a Python number, never an array to share
+            continue
         if at is None:  # (in a block: shared for the whole function)
             copies.update(pair)
             continue
@@ -615,6 +618,89 @@ def mutation_facts(
                 mutated |= group
                 changed = True
     return mutated, copies, views
+
+
+_SCALAR_ATTRIBUTES = frozenset({"ndim", "size"})
+_SCALAR_CALLS = frozenset({"len", "int", "float", "bool", "round", "abs", "min", "max"})
+
+
+def scalar_names(body: list) -> set[str]:
+    """Names every assignment of which gives a Python number for certain: a literal, ``len(x)``,
+    ``x.shape[k]``, ``x.ndim``, a ``range`` loop's variable, arithmetic of those. ``pos = d;
+    pos += 1`` then rebinds ``pos`` to a new number, it shares no array with ``d``."""
+    values: dict[str, list] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            for t in n.targets:
+                if isinstance(t.target, cst.Name):
+                    values.setdefault(t.target.value, []).append(n.value)
+                else:
+                    for name in targets_of(t.target):
+                        values.setdefault(name, []).append(None)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if isinstance(n.target, cst.Name):
+                values.setdefault(n.target.value, []).append(n.value)
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            if isinstance(n.target, cst.Name):
+                values.setdefault(n.target.value, []).append(n.value)
+
+        def visit_For(self, n: cst.For) -> None:
+            ranged = (
+                isinstance(n.iter, cst.Call) and isinstance(n.iter.func, cst.Name) and n.iter.func.value == "range"
+            )
+            for name in targets_of(n.target):
+                values.setdefault(name, []).append("range" if ranged and isinstance(n.target, cst.Name) else None)
+
+        def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+            if isinstance(n.target, cst.Name):
+                values.setdefault(n.target.value, []).append(None)
+
+    for stmt in body:
+        stmt.visit(V())
+
+    found: set[str] = set()
+    shapes = {  # t1 = x.shape (the normal form's x.shape[0]: t1 = x.shape; n = t1[0])
+        name
+        for name, assigned in values.items()
+        if all(isinstance(v, cst.Attribute) and v.attr.value == "shape" for v in assigned)
+    }
+
+    def number(expr) -> bool:
+        if isinstance(expr, (cst.Integer, cst.Float)):
+            return True
+        if isinstance(expr, cst.Name):
+            return expr.value in found
+        if isinstance(expr, cst.UnaryOperation):
+            return number(expr.expression)
+        if isinstance(expr, cst.BinaryOperation):
+            return number(expr.left) and number(expr.right)
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value in _SCALAR_ATTRIBUTES
+        if isinstance(expr, cst.Subscript):  # x.shape[1]
+            shape = expr.value
+            return (
+                (
+                    (isinstance(shape, cst.Attribute) and shape.attr.value == "shape")
+                    or (isinstance(shape, cst.Name) and shape.value in shapes)
+                )
+                and len(expr.slice) == 1
+                and isinstance(expr.slice[0].slice, cst.Index)
+            )
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _SCALAR_CALLS:
+            return expr.func.value == "len" or all(number(a.value) for a in expr.args)
+        return False
+
+    changed = True
+    while changed:
+        changed = False
+        for name, assigned in values.items():
+            if name not in found and all(v == "range" or (v is not None and v != "range" and number(v)) for v in assigned):
+                found.add(name)
+                changed = True
+    return found
 
 
 def _shares(stmt, names: set[str]) -> bool:

@@ -6,7 +6,6 @@ def f_grad(x, limit):
     i_tape = []
     t6_tape = []
     total_tape = []
-    t5_tape = []
     t4_tape = []
     # break_loop.py:5  total = 0.0
     total = 0.0
@@ -34,7 +33,6 @@ def f_grad(x, limit):
                 t6 = np.sqrt(t5)
                 t6_tape.append(t6)
                 total_tape.append(total)
-                t5_tape.append(t5)
                 total = total + t6
                 # break_loop.py:10  if total > limit:
                 t7 = total > limit
@@ -62,13 +60,13 @@ def f_grad(x, limit):
             if not t4_1:
                 # break_loop.py:9  total = total + np.sqrt(x[i])
                 total_2 = total_tape.pop()
-                t5_1 = t5_tape.pop()
+                i_1 = i_tape.pop()
+                t5_1 = x[i_1]
                 total_bar_1 = total_bar
                 total_bar = rt.unbroadcast(total_bar_1, total_2)
                 t6_bar = rt.unbroadcast(total_bar_1, t5_1)
                 t6_1 = t6_tape.pop()
                 t5_bar = t6_bar * (0.5 / t6_1)
-                i_1 = i_tape.pop()
                 rt.getitem_grad_add(x_loop_bar, t5_bar, i_1)
     x_bar = x_bar + x_loop_bar
     return out, x_bar

@@ -49,7 +49,6 @@ def f_grad(x0, k):
     t10 = t9 * k
     ys[1:3] = t10
     # inplace.py:10  return np.sum(ys * ys)
-    ys_2 = ys.copy()
     t8 = ys * ys
     out = np.sum(t8)
     # --- backward ---
@@ -59,8 +58,8 @@ def f_grad(x0, k):
     # inplace.py:10  return np.sum(ys * ys)
     out_bar = rt.grad_seed(out)
     t8_bar = rt.sum_grad(out_bar, t8, None, False)
-    ys_bar = ys_bar + t8_bar * ys_2
-    ys_bar = ys_bar + t8_bar * ys_2
+    ys_bar = ys_bar + t8_bar * ys
+    ys_bar = ys_bar + t8_bar * ys
     # inplace.py:9  ys[1:3] *= k
     t10_bar = rt.setitem_grad(ys_bar, slice(1, 3, None), t10)
     t9_bar = t9_bar + rt.unbroadcast(t10_bar * k, t9_1)
@@ -83,15 +82,15 @@ def f_grad(x0, k):
         t3_bar = rt.unbroadcast(t6_bar * t5_1, k)
         t5_bar = t5_bar + rt.unbroadcast(t6_bar * t3, t5_1)
         t4_1 = t4_tape[trip]
-        ys_3 = ys_tape[trip]
+        ys_2 = ys_tape[trip]
         t5_bar_1 = t5_bar
         t5_bar = rt.zeros_like(t5_bar_1)
-        ys_bar = ys_bar + rt.getitem_grad(t5_bar_1, ys_3, t4_1)
+        ys_bar = ys_bar + rt.getitem_grad(t5_bar_1, ys_2, t4_1)
         k_loop_bar += t3_bar * 0.1
         t1_1 = t1_tape[trip]
         t2_bar_1 = t2_bar
         t2_bar = rt.zeros_like(t2_bar_1)
-        ys_bar = ys_bar + rt.getitem_grad(t2_bar_1, ys_3, t1_1)
+        ys_bar = ys_bar + rt.getitem_grad(t2_bar_1, ys_2, t1_1)
     k_bar = k_bar + k_loop_bar
     # inplace.py:6  ys[0] = x0
     x0_bar = rt.setitem_grad(ys_bar, 0, x0)

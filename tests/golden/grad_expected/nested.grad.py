@@ -6,7 +6,6 @@ def f_grad(A):
     trips_1_tape = []
     i_tape = []
     j_tape = []
-    t5_tape = []
     t7_tape = []
     total_tape = []
     # nested.py:5  total = 0.0
@@ -25,7 +24,6 @@ def f_grad(A):
             i_tape.append(i)
             j_tape.append(j)
             t5 = A[i, j]
-            t5_tape.append(t5)
             t6 = np.sin(t5)
             t7 = i - j
             t7_tape.append(t7)
@@ -46,15 +44,15 @@ def f_grad(A):
         for _ in range(trips_1_tape.pop()):
             # nested.py:8  total = total + np.sin(A[i, j]) * (i - j)
             total_1 = total_tape.pop()
-            t5_1 = t5_tape.pop()
+            i_1 = i_tape.pop()
+            j_1 = j_tape.pop()
+            t5_1 = A[i_1, j_1]
             total_bar_1 = total_bar
             total_bar = rt.unbroadcast(total_bar_1, total_1)
             t8_bar = rt.unbroadcast(total_bar_1, t5_1)
             t7_1 = t7_tape.pop()
             t6_bar = t8_bar * t7_1
             t5_bar = t6_bar * np.cos(t5_1)
-            i_1 = i_tape.pop()
-            j_1 = j_tape.pop()
             rt.getitem_grad_add(A_loop_bar, t5_bar, (i_1, j_1))
     A_bar = A_bar + A_loop_bar
     return total, A_bar

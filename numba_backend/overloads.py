@@ -718,8 +718,49 @@ def _reduction(
     elif n_reduced > a.ndim:
         raise TypingError(f"{fname}: more axes than the array's {a.ndim} dimensions")
     kernel, acc_dt, res_dt = _reduction_plan(kind, as_dtype(a.dtype), _dtype_arg(dtype, fname), fname)
+    if form == "none" and not keep and kind in _WHOLE and as_dtype(a.dtype).kind in "iuf":
+        return _whole_reduction_impl(signature, kind, acc_dt, res_dt)
     post = "    _sqrt2(out2)\n" if kind == "std" else ""
     return _reduction_impl(signature, param, kernel, acc_dt, res_dt, form, a.ndim, keep, n_reduced, post)
+
+
+# A whole array reduced to one number (np.sum(x), np.max(x) in a loop): one pass over its
+# elements in C order into a scalar, as the kernels above do for a (1, size, 1) view, the same
+# operations in the same order (so the same bits) without their (1, 1) result array. Numba's
+# own are as fast; ours are kept for NumPy's dtypes (float32 summed in float64) and errors.
+_WHOLE = {
+    "sum": "    acc = acc_scalar(0)\n    for v in {array}.flat:\n        acc += v\n    return res_scalar(acc)\n",
+    "mean": (
+        "    acc = acc_scalar(0)\n    for v in {array}.flat:\n        acc += v\n"
+        "    return res_scalar(quotient(acc, {array}.size))\n"
+    ),
+    "max": (
+        "    if {array}.size == 0:\n"
+        '        raise ValueError("zero-size array to reduction operation maximum which has no identity")\n'
+        "    acc = {array}.flat[0]\n"
+        "    for v in {array}.flat:\n"
+        "        if v > acc or v != v:  # v != v: NaN propagates\n"
+        "            acc = v\n"
+        "    return res_scalar(acc)\n"
+    ),
+    "min": (
+        "    if {array}.size == 0:\n"
+        '        raise ValueError("zero-size array to reduction operation minimum which has no identity")\n'
+        "    acc = {array}.flat[0]\n"
+        "    for v in {array}.flat:\n"
+        "        if v < acc or v != v:  # v != v: NaN propagates\n"
+        "            acc = v\n"
+        "    return res_scalar(acc)\n"
+    ),
+}
+
+
+@functools.cache
+def _whole_reduction_impl(signature: str, kind: str, acc_dt: np.dtype, res_dt: np.dtype) -> Callable:
+    array = signature.split(",")[0]
+    source = f"def impl({signature}):\n" + _WHOLE[kind].format(array=array)
+    env = {"acc_scalar": acc_dt.type, "res_scalar": res_dt.type, "quotient": _quotient}
+    return _compile_source(source, "impl", env)
 
 
 _SIG_DTYPE = "a, axis=None, dtype=None, out=None, keepdims=False"
@@ -955,8 +996,13 @@ def _ov_matmul(x1, x2):
 
 @overload(operator.matmul)
 def _ov_matmul_operator(x1, x2):
-    # Reached only where Numba's own '@' fails: N-D operands, integers, mixed dtypes.
+    # For what Numba's own '@' cannot take: N-D operands, integers, mixed dtypes. What it takes
+    # (1-D and 2-D operands of one float or complex dtype: BLAS) is left to it, whichever of the
+    # two was registered first (Numba tries them in that order; ours, first, took every '@',
+    # 1.5x slower on small matrices and with other bits than NumPy's BLAS).
     if not (isinstance(x1, types.Array) and isinstance(x2, types.Array)):
+        return None
+    if x1.ndim <= 2 and x2.ndim <= 2 and x1.dtype == x2.dtype and isinstance(x1.dtype, (types.Float, types.Complex)):
         return None
     return _matmul(x1, x2, "'@'")
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 import numba
 import numpy as np
 import pytest
+from numba.core import types
 from numba.core.errors import TypingError
 
 import numba_backend.overloads  # noqa: F401  (registers the overloads)
@@ -117,6 +118,41 @@ def test_reduction_axis_none_keepdims(name: str) -> None:
     for shape in SHAPES[3]:
         a = make(shape, F64)
         check(compiled(a), fn(a, axis=None, keepdims=True))
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min"])
+def test_whole_array_reductions_take_the_scalar_path_with_the_same_bits(name: str) -> None:
+    """np.sum(x), np.max(x) ... of a whole array run one scalar loop (they allocated a (1, 1)
+    result and took 9x Numba's own time for np.max in a loop): the same numbers, bit for bit, as
+    the general kernel over every axis, NaN propagated, an empty max refused."""
+    fn = getattr(np, name)
+    whole = numba.njit(lambda a: fn(a))
+    every_axis = numba.njit(lambda a: fn(a, axis=(0, 1)))
+    rng = np.random.default_rng(4)
+    for a in (
+        rng.standard_normal((7, 13)),
+        rng.standard_normal((7, 13)).astype(np.float32),
+        rng.standard_normal((13, 7)).T,  # not contiguous
+        rng.integers(-50, 50, (6, 5)),
+        np.array([[1.0, np.nan], [3.0, -2.0]]),
+    ):
+        got = whole(a)  # (a number: Numba returns a float32 as a Python float)
+        assert got == every_axis(a) or (np.isnan(got) and np.isnan(every_axis(a)))
+        np.testing.assert_allclose(got, fn(a), rtol=1e-6 if a.dtype == np.float32 else 1e-13)
+    if name in ("max", "min"):
+        with pytest.raises(ValueError, match="zero-size array"):
+            whole(np.zeros((0, 3)))
+
+
+def test_matmul_of_float_matrices_and_vectors_is_left_to_numba() -> None:
+    """Our '@' is for what Numba's own cannot take; registered first, it took every '@'."""
+    from numba_backend.overloads import _ov_matmul_operator
+
+    f64, f32 = types.Array(types.float64, 2, "C"), types.Array(types.float32, 1, "A")
+    assert _ov_matmul_operator(f64, types.Array(types.float64, 1, "C")) is None
+    assert _ov_matmul_operator(types.Array(types.float32, 2, "C"), f32) is None
+    assert _ov_matmul_operator(types.Array(types.float64, 3, "C"), f64) is not None  # a stack
+    assert _ov_matmul_operator(types.Array(types.int64, 2, "C"), types.Array(types.int64, 2, "C")) is not None
 
 
 @pytest.mark.parametrize(("name", "keepdims"), [("sum", True), ("mean", False), ("max", True)])

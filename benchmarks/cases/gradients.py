@@ -337,22 +337,31 @@ def _gmm_jax(jnp):
     return gmm_objective_jax
 
 
+def _gmm_example(log, lines: list[str]):
+    """``examples/gmm_gradient.py`` as a module, or None (said in ``lines``) when ADBench's file is missing."""
+    if not GMM_FILE.exists():
+        log(f"  {GMM_FILE} is missing; skipped")
+        lines.append(f"  skipped: {GMM_FILE} is missing")
+        return None
+    sys.path.insert(0, str(REPO / "examples"))
+    try:
+        import gmm_gradient
+    finally:
+        sys.path.remove(str(REPO / "examples"))
+    return gmm_gradient
+
+
 def _gmm(repeats: int, log, rows: list[Row], lines: list[str]) -> None:
     import srctrans
 
     case = "gmm"
     lines.append("gmm (ADBench GMM objective, d=10 K=25 n=1000):")
-    if not GMM_FILE.exists():
-        log(f"  {GMM_FILE} is missing; gmm skipped")
-        lines.append(f"  skipped: {GMM_FILE} is missing")
+    example = _gmm_example(log, lines)
+    if example is None:
         return
-    sys.path.insert(0, str(REPO / "examples"))
-    try:
-        from gmm_gradient import gmm_objective, lower_triangle_index, read_gmm
-    finally:
-        sys.path.remove(str(REPO / "examples"))
-    alphas, means, icf, x, gamma, m = read_gmm(GMM_FILE)
-    index, mask = lower_triangle_index(x.shape[1])
+    gmm_objective = example.gmm_objective
+    alphas, means, icf, x, gamma, m = example.read_gmm(GMM_FILE)
+    index, mask = example.lower_triangle_index(x.shape[1])
     args = (alphas, means, icf, x, index, mask, gamma, m)
     assert (x.shape[1], alphas.shape[0], x.shape[0]) == (10, 25, 1000), (x.shape, alphas.shape)
     value = gmm_objective(*args)
@@ -414,17 +423,13 @@ def _gmm_loops(repeats: int, log, rows: list[Row], lines: list[str]) -> None:
 
     case = "gmm_loops"
     lines.append("gmm_loops (the same objective written with loops over points and components):")
-    if not GMM_FILE.exists():
-        lines.append(f"  skipped: {GMM_FILE} is missing")
+    example = _gmm_example(log, lines)
+    if example is None:
         return
-    sys.path.insert(0, str(REPO / "examples"))
-    try:
-        from gmm_gradient import gmm_objective, gmm_objective_loops, lower_triangle_index, read_gmm
-    finally:
-        sys.path.remove(str(REPO / "examples"))
-    alphas, means, icf, x, gamma, m = read_gmm(GMM_FILE)
+    gmm_objective, gmm_objective_loops = example.gmm_objective, example.gmm_objective_loops
+    alphas, means, icf, x, gamma, m = example.read_gmm(GMM_FILE)
     args = (alphas, means, icf, x, gamma, m)
-    index, mask = lower_triangle_index(x.shape[1])
+    index, mask = example.lower_triangle_index(x.shape[1])
     want = srctrans.grad(gmm_objective, argnums=(0, 1, 2))(alphas, means, icf, x, index, mask, gamma, m)
     fast = srctrans.jit(gmm_objective_loops)
     fast_grad = srctrans.jit(srctrans.grad(gmm_objective_loops, argnums=(0, 1, 2)))

@@ -204,7 +204,7 @@ class BackwardSweep:
         if not self.in_place:
             return []
         opened = []
-        top = next((k for k, stmt in enumerate(self.body) if _holds(stmt, loop)), None)
+        top = self.top_statement_of(loop)
         reads = names_in(loop.body) - assigned_in(loop)  # (an assignment in the loop reads the adjoint)
         for name in sorted(reads & self.act.active & self.useful):
             if name in self.sinks or name in self.lists or name in self.tuple_valued or name in self.displayed:
@@ -511,19 +511,3 @@ class BackwardSweep:
                 self.emit(f"rt.grad_seed(({code(value)}))", depth)  # one argument, the tuple
                 return
             self._spread([el.value for el in value.elements], self.seed_param, "seed", depth, block)
-
-
-def _holds(stmt: cst.CSTNode, node: cst.CSTNode) -> bool:
-    """Whether ``node`` is ``stmt`` or inside it."""
-    if stmt is node:
-        return True
-    found = False
-
-    class V(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            nonlocal found
-            found = found or n is node
-            return not found
-
-    stmt.visit(V())
-    return found

@@ -100,6 +100,7 @@ class Reverse(Operations, Saves, BackwardSweep):
         self.records: dict[tuple, Save] = {}  # (block, name, version) -> how the value is kept
         self.last_writes: dict[str, int] | None = None  # (Saves.frozen)
         self.bound_names: dict[str, int] | None = None
+        self.top_of: dict[int, int] | None = None  # id of a loop -> its top-level statement (Saves.top_statement_of)
         self.loop_variables: set[str] = set()  # (Saves._bindings)
         self.single_reads: dict[str, tuple[int, cst.Subscript]] = {}  # name -> its one assignment, a read x[i]
         self.recipes: dict[tuple, tuple[int, cst.Subscript]] = {}  # saves read again: key -> (statement, value)

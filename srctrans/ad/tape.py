@@ -143,6 +143,14 @@ class Saves:
                     self.last_writes[written] = k
         return self.last_writes
 
+    def top_statement_of(self, loop: cst.CSTNode) -> int | None:
+        """The index of the top-level statement that is or holds loop ``loop``."""
+        if self.top_of is None:
+            self.top_of = {}
+            for k, stmt in enumerate(self.body):
+                stmt.visit(_Loops(self.top_of, k))
+        return self.top_of.get(id(loop))
+
     def _view_root(self, name: str) -> str:
         seen: set[str] = set()
         while name in self.views and name not in seen:
@@ -536,3 +544,17 @@ class Saves:
             self.need(sid, n, block)
         if isinstance(value, cst.Name) and value.value in self.act.active:
             self.need(sid, value.value, block, shape_only=True)  # the adjoint takes its shape
+
+
+class _Loops(cst.CSTVisitor):
+    """Records the loops it meets under one top-level statement: id -> that statement's index."""
+
+    def __init__(self, found: dict[int, int], top: int) -> None:
+        super().__init__()
+        self.found, self.top = found, top
+
+    def visit_For(self, n: cst.For) -> None:
+        self.found[id(n)] = self.top
+
+    def visit_While(self, n: cst.While) -> None:
+        self.found[id(n)] = self.top
